@@ -1,0 +1,24 @@
+#!/usr/bin/env node
+// Runs every compiled test file with Node's test runner. `npm test` builds and lints first
+// (pretest), so this always runs the tests of the current source.
+import { spawnSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+
+const dir = path.resolve('dist/test');
+const only = process.argv.slice(2);
+const files = readdirSync(dir)
+  .filter((f) => f.endsWith('.test.js'))
+  .filter((f) => only.length === 0 || only.some((o) => f.includes(o)))
+  .sort()
+  .map((f) => path.join(dir, f));
+if (files.length === 0) {
+  console.error('no test files found in dist/test');
+  process.exit(1);
+}
+const result = spawnSync(
+  process.execPath,
+  ['--enable-source-maps', '--test', '--test-concurrency=3', '--test-reporter=spec', ...files],
+  { stdio: 'inherit' },
+);
+process.exit(result.status ?? 1);

@@ -1,0 +1,95 @@
+// The audit trail: one row per security- or transfer-relevant event (DESIGN §7).
+import type { Clock } from '../clock.js';
+import type { Db } from '../db/database.js';
+import type { AuditRow } from '../db/schema.js';
+
+export type AuditEventName =
+  | 'user.created'
+  | 'user.updated'
+  | 'user.disabled'
+  | 'user.enabled'
+  | 'user.removed'
+  | 'token.issued'
+  | 'login'
+  | 'login.failed'
+  | 'user.locked'
+  | 'logout'
+  | 'password.changed'
+  | 'password.change_failed'
+  | 'password.link_issued'
+  | 'upload'
+  | 'upload.failed'
+  | 'download'
+  | 'download.failed'
+  | 'download.refused'
+  | 'file.corrupt'
+  | 'file.retired'
+  | 'file.purged'
+  | 'pin.sent'
+  | 'pin.failed'
+  | 'link.locked'
+  | 'notify.queued'
+  | 'notify.sent'
+  | 'notify.logged'
+  | 'notify.failed';
+
+export interface AuditEntry {
+  event: AuditEventName;
+  user?: string | null;
+  remote?: string | null;
+  fileId?: number | null;
+  /** Free text or an object (stored as JSON). Never put a password, PIN or token here. */
+  detail?: string | Record<string, unknown> | null;
+}
+
+export interface AuditFilter {
+  user?: string;
+  event?: string;
+  since?: number;
+  until?: number;
+  limit?: number;
+}
+
+export class AuditLog {
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Pass `db` to record inside a caller's transaction. */
+  async record(entry: AuditEntry, db: Db = this.db): Promise<void> {
+    const detail =
+      entry.detail === undefined || entry.detail === null
+        ? null
+        : typeof entry.detail === 'string'
+          ? entry.detail
+          : JSON.stringify(entry.detail);
+    await db
+      .insertInto('audit')
+      .values({
+        at: this.clock.now(),
+        event: entry.event,
+        user_name: entry.user ?? null,
+        remote: entry.remote ?? null,
+        file_id: entry.fileId ?? null,
+        detail,
+      })
+      .execute();
+  }
+
+  query(filter: AuditFilter = {}): Promise<AuditRow[]> {
+    let q = this.db.selectFrom('audit').selectAll();
+    if (filter.user) q = q.where('user_name', '=', filter.user);
+    if (filter.event) {
+      // "login" matches login and login.failed; "login." only the sub-events.
+      q = q.where((eb) => eb.or([eb('event', '=', filter.event!), eb('event', 'like', `${filter.event}.%`)]));
+    }
+    if (filter.since !== undefined) q = q.where('at', '>=', filter.since);
+    if (filter.until !== undefined) q = q.where('at', '<=', filter.until);
+    return q
+      .orderBy('id', 'desc')
+      .limit(filter.limit ?? 1000)
+      .execute()
+      .then((rows) => rows.reverse());
+  }
+}

@@ -1,0 +1,142 @@
+// Credentials, bearer tokens, lockout and revocation (DESIGN §3). Knows nothing of HTTP.
+import { errors as joseErrors, jwtVerify, SignJWT } from 'jose';
+import type { AuditLog } from '../audit/audit-log.js';
+import type { Clock } from '../clock.js';
+import type { Db } from '../db/database.js';
+import type { UserRow } from '../db/schema.js';
+import { unauthorized } from '../errors.js';
+import { type Keys, randomToken } from '../security/keys.js';
+import type { UserStore } from '../users/user-store.js';
+import { verifyPassword } from './passwords.js';
+
+export interface AuthOptions {
+  baseUrl: string;
+  tokenSeconds: number;
+  lockoutAttempts: number;
+  lockoutSeconds: number;
+}
+
+export interface IssuedToken {
+  token: string;
+  expiresIn: number;
+}
+
+export interface BearerSession {
+  user: UserRow;
+  jti: string;
+  expiresAt: number;
+}
+
+export class AuthService {
+  constructor(
+    private readonly db: Db,
+    private readonly users: UserStore,
+    private readonly audit: AuditLog,
+    private readonly keys: Keys,
+    private readonly clock: Clock,
+    private readonly opts: AuthOptions,
+  ) {}
+
+  /**
+   * Checks a name and password. Unknown user, wrong password, disabled or locked account all give
+   * the same 401; a lock starts after `lockoutAttempts` consecutive failures.
+   */
+  async checkPassword(name: string, password: string, remote: string | null): Promise<UserRow> {
+    const user = await this.users.byName(name);
+    const now = this.clock.now();
+    if (user && user.locked_until > now) {
+      await this.audit.record({ event: 'login.failed', user: user.name, remote, detail: 'locked' });
+      throw unauthorized('account temporarily locked');
+    }
+    const ok = await verifyPassword(user?.password_hash ?? null, password);
+    if (!user) {
+      await this.audit.record({
+        event: 'login.failed',
+        user: name.slice(0, 64),
+        remote,
+        detail: 'unknown user',
+      });
+      throw unauthorized();
+    }
+    if (!ok) {
+      const failures = await this.users.countFailure(user.id);
+      await this.audit.record({ event: 'login.failed', user: user.name, remote, detail: 'wrong password' });
+      if (failures >= this.opts.lockoutAttempts) {
+        await this.users.update(user.id, {
+          failed_logins: 0,
+          locked_until: now + this.opts.lockoutSeconds * 1000,
+        });
+        await this.audit.record({
+          event: 'user.locked',
+          user: user.name,
+          remote,
+          detail: `${failures} failed attempts; locked for ${this.opts.lockoutSeconds}s`,
+        });
+      }
+      throw unauthorized();
+    }
+    if (!user.enabled) {
+      await this.audit.record({ event: 'login.failed', user: user.name, remote, detail: 'disabled' });
+      throw unauthorized();
+    }
+    if (user.failed_logins > 0) await this.users.update(user.id, { failed_logins: 0 });
+    return user;
+  }
+
+  async issueToken(user: UserRow, via: 'token' | 'login', remote: string | null): Promise<IssuedToken> {
+    const nowSec = Math.floor(this.clock.now() / 1000);
+    const token = await new SignJWT({ uid: user.id, gen: user.token_generation })
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .setSubject(user.name)
+      .setIssuer(this.opts.baseUrl)
+      .setAudience(this.opts.baseUrl)
+      .setJti(randomToken().slice(0, 22))
+      .setIssuedAt(nowSec)
+      .setExpirationTime(nowSec + this.opts.tokenSeconds)
+      .sign(this.keys.jwtKey);
+    await this.audit.record({ event: via === 'login' ? 'login' : 'token.issued', user: user.name, remote });
+    return { token, expiresIn: this.opts.tokenSeconds };
+  }
+
+  /** Verifies a bearer token: signature, issuer, audience, expiry, user state and revocation. */
+  async verifyBearer(token: string): Promise<BearerSession> {
+    let payload: { uid?: unknown; gen?: unknown; jti?: string; exp?: number };
+    try {
+      ({ payload } = await jwtVerify(token, this.keys.jwtKey, {
+        algorithms: ['HS256'],
+        issuer: this.opts.baseUrl,
+        audience: this.opts.baseUrl,
+        currentDate: new Date(this.clock.now()),
+        requiredClaims: ['jti', 'exp', 'sub'],
+      }));
+    } catch (err) {
+      if (err instanceof joseErrors.JOSEError) throw unauthorized('invalid or expired token');
+      throw err;
+    }
+    if (typeof payload.uid !== 'number' || typeof payload.gen !== 'number')
+      throw unauthorized('invalid token');
+    const user = await this.users.byId(payload.uid);
+    if (!user?.enabled || user.token_generation !== payload.gen) throw unauthorized('token revoked');
+    const revoked = await this.db
+      .selectFrom('revoked_tokens')
+      .select('jti')
+      .where('jti', '=', payload.jti!)
+      .executeTakeFirst();
+    if (revoked) throw unauthorized('token revoked');
+    return { user, jti: payload.jti!, expiresAt: payload.exp! * 1000 };
+  }
+
+  async logout(session: BearerSession, remote: string | null): Promise<void> {
+    await this.db
+      .insertInto('revoked_tokens')
+      .values({ jti: session.jti, user_id: session.user.id, expires_at: session.expiresAt })
+      .onConflict((oc) => oc.column('jti').doNothing())
+      .execute();
+    await this.audit.record({ event: 'logout', user: session.user.name, remote });
+  }
+
+  /** Forget revocations of tokens that have expired anyway (called by the sweeper). */
+  async pruneRevoked(): Promise<void> {
+    await this.db.deleteFrom('revoked_tokens').where('expires_at', '<', this.clock.now()).execute();
+  }
+}

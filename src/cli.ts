@@ -1,0 +1,226 @@
+// `remessa` command line: serve, user management and audit, all on the same REMESSA_* config.
+import { Command, Option } from 'commander';
+import { type Config, ConfigError, loadConfig } from './config.js';
+import type { UserRow } from './db/schema.js';
+import { AppError } from './errors.js';
+import { createLogger } from './logger.js';
+import { startServer } from './server.js';
+import { createServices, type Services } from './services.js';
+
+async function readStdin(): Promise<string> {
+  if (process.stdin.isTTY) process.stderr.write('Password: ');
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  // Only the line ending is stripped: spaces may be part of a password.
+  return Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '');
+}
+
+function config(): Config {
+  return loadConfig();
+}
+
+/** Runs a command against the services (CLI logs go to stderr), always closing the database. */
+async function withServices<T>(fn: (s: Services) => Promise<T>): Promise<T> {
+  const services = await createServices(config(), createLogger('warn', process.stderr));
+  try {
+    return await fn(services);
+  } finally {
+    await services.close();
+  }
+}
+
+function describeUser(u: UserRow): Record<string, unknown> {
+  return {
+    name: u.name,
+    email: u.email,
+    mobile: u.mobile,
+    lang: u.lang,
+    enabled: Boolean(u.enabled),
+    firstAccess: Boolean(u.first_access),
+    locked: u.locked_until > Date.now(),
+    created: new Date(u.created_at).toISOString(),
+  };
+}
+
+function parseTime(value: string): number {
+  const t = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
+  if (Number.isNaN(t)) throw new AppError(400, `not a time: "${value}" (use ISO 8601 or epoch ms)`);
+  return t;
+}
+
+const program = new Command()
+  .name('remessa')
+  .description('Remessa managed file transfer. Configuration comes from REMESSA_* environment variables.')
+  .showHelpAfterError();
+
+program
+  .command('serve')
+  .description('serve the API, the portal and the background workers')
+  .action(async () => {
+    const cfg = config();
+    const log = createLogger(cfg.logLevel);
+    const server = await startServer(cfg, log);
+    const stop = (signal: string) => {
+      log.info({ signal }, 'shutting down');
+      server.close().then(
+        () => process.exit(0),
+        (err) => {
+          log.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+
+const user = program.command('user').description('manage user accounts');
+
+user
+  .command('add')
+  .argument('<name>')
+  .option('--email <email>')
+  .option('--mobile <mobile>')
+  .option('--lang <lang>', 'pt, en or es (default REMESSA_LANG)')
+  .option('--password-stdin', 'read the password from standard input (else the user starts in first access)')
+  .description('create a user')
+  .action(
+    async (name: string, o: { email?: string; mobile?: string; lang?: string; passwordStdin?: boolean }) => {
+      const password = o.passwordStdin ? await readStdin() : null;
+      await withServices(async (s) => {
+        const u = await s.users.create(name, { email: o.email, mobile: o.mobile, lang: o.lang }, password);
+        console.log(`created user ${u.name}${u.first_access ? ' (first access: no password yet)' : ''}`);
+      });
+    },
+  );
+
+user
+  .command('list')
+  .option('--json', 'machine-readable output')
+  .description('list users')
+  .action(async (o: { json?: boolean }) => {
+    await withServices(async (s) => {
+      const rows = (await s.users.list()).map(describeUser);
+      if (o.json) return console.log(JSON.stringify(rows, null, 2));
+      if (rows.length === 0) return console.log('no users');
+      console.table(rows);
+    });
+  });
+
+user
+  .command('set')
+  .argument('<name>')
+  .option('--email <email>', 'e-mail address ("" to clear)')
+  .option('--mobile <mobile>', 'mobile number ("" to clear)')
+  .option('--lang <lang>', 'pt, en or es')
+  .description("change a user's e-mail, mobile or language")
+  .action(async (name: string, o: { email?: string; mobile?: string; lang?: string }) => {
+    if (o.email === undefined && o.mobile === undefined && o.lang === undefined) {
+      throw new AppError(400, 'nothing to set: give --email, --mobile or --lang');
+    }
+    await withServices(async (s) => {
+      const u = await s.users.update(name, o);
+      console.log(`updated user ${u.name}`);
+    });
+  });
+
+user
+  .command('passwd')
+  .argument('<name>')
+  .description('set a password, read from standard input; revokes the user’s tokens')
+  .action(async (name: string) => {
+    const password = await readStdin();
+    await withServices(async (s) => {
+      await s.users.setPassword(await s.users.get(name), password, 'cli');
+      console.log(`password changed for ${name}`);
+    });
+  });
+
+for (const [cmd, enabled] of [
+  ['disable', false],
+  ['enable', true],
+] as const) {
+  user
+    .command(cmd)
+    .argument('<name>')
+    .description(enabled ? 'allow a user to sign in again' : 'stop a user signing in; revokes their tokens')
+    .action(async (name: string) => {
+      await withServices(async (s) => {
+        await s.users.setEnabled(name, enabled);
+        console.log(`${cmd}d user ${name}`);
+      });
+    });
+}
+
+user
+  .command('remove')
+  .argument('<name>')
+  .description('delete a user; revokes their tokens')
+  .action(async (name: string) => {
+    await withServices(async (s) => {
+      await s.users.remove(name);
+      console.log(`removed user ${name}`);
+    });
+  });
+
+program
+  .command('audit')
+  .description('show audit events, oldest first')
+  .option('--user <name>')
+  .option('--event <event>', 'e.g. login, login.failed, upload')
+  .option('--since <time>', 'ISO 8601 time or epoch ms')
+  .option('--until <time>', 'ISO 8601 time or epoch ms')
+  .addOption(
+    new Option('--limit <n>', 'newest N events').default('1000').argParser((v) => Number.parseInt(v, 10)),
+  )
+  .option('--json', 'one JSON object per line')
+  .action(
+    async (o: {
+      user?: string;
+      event?: string;
+      since?: string;
+      until?: string;
+      limit: number;
+      json?: boolean;
+    }) => {
+      await withServices(async (s) => {
+        const rows = await s.audit.query({
+          user: o.user,
+          event: o.event,
+          since: o.since ? parseTime(o.since) : undefined,
+          until: o.until ? parseTime(o.until) : undefined,
+          limit: o.limit,
+        });
+        for (const r of rows) {
+          if (o.json) {
+            console.log(JSON.stringify({ ...r, time: new Date(r.at).toISOString() }));
+          } else {
+            const parts = [
+              new Date(r.at).toISOString(),
+              r.event.padEnd(16),
+              r.user_name ?? '-',
+              r.remote ?? '-',
+            ];
+            if (r.file_id !== null) parts.push(`file=${r.file_id}`);
+            if (r.detail) parts.push(r.detail);
+            console.log(parts.join('  '));
+          }
+        }
+      });
+    },
+  );
+
+program.parseAsync(process.argv).catch((err: unknown) => {
+  if (err instanceof ConfigError) {
+    console.error(`remessa: configuration error: ${err.message}`);
+    process.exit(2);
+  }
+  if (err instanceof AppError) {
+    console.error(`remessa: ${err.detail ?? err.message}`);
+    process.exit(1);
+  }
+  console.error('remessa:', err);
+  process.exit(1);
+});

@@ -1,0 +1,214 @@
+// The one configuration module: every REMESSA_* setting is read, validated and defaulted here.
+// An optional JSON file (REMESSA_CONFIG) may hold the same keys; the environment wins over it.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+
+export type Lang = 'pt' | 'en' | 'es';
+export const LANGS: readonly Lang[] = ['pt', 'en', 'es'];
+
+export interface Config {
+  port: number;
+  host: string;
+  /** REMESSA_BASE_URL without trailing slash, e.g. http://localhost:8080/v1 */
+  baseUrl: string;
+  /** Path part of baseUrl where the API is mounted, e.g. /v1 ('' when the API is at the root). */
+  apiPath: string;
+  /** Parent of apiPath, where the browser portal lives; always ends with '/'. */
+  portalPath: string;
+  dataDir: string;
+  lang: Lang;
+  /** Explicit REMESSA_SECRET, or null to use/generate the one kept in the data dir. */
+  secret: string | null;
+  /** postgres://… for PostgreSQL; null for the embedded SQLite file in the data dir. */
+  databaseUrl: string | null;
+  blobStore: 'local' | 's3';
+  s3: { bucket: string; region: string; endpoint: string | null; prefix: string; forcePathStyle: boolean };
+  tokenSeconds: number;
+  lockoutAttempts: number;
+  lockoutSeconds: number;
+  passwordMinLength: number;
+  linkDays: number;
+  backupDays: number;
+  retireOnDownload: boolean;
+  maxFileSize: number;
+  sweepSeconds: number;
+  recipientPin: boolean;
+  pinSeconds: number;
+  notifyRetrySeconds: number;
+  notifyMaxAttempts: number;
+  notifySender: boolean;
+  smtpUrl: string | null;
+  mailFrom: string;
+  smsProvider: 'twilio' | 'webhook' | null;
+  smsUrl: string | null;
+  smsUser: string | null;
+  smsPassword: string | null;
+  smsFrom: string | null;
+  templatesDir: string | null;
+  logLevel: string;
+  trustProxy: boolean;
+}
+
+export class ConfigError extends Error {}
+
+type Source = Record<string, string | undefined>;
+
+function loadFileSource(env: Source): Source {
+  const file = env['REMESSA_CONFIG'];
+  if (!file) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new ConfigError(`REMESSA_CONFIG: cannot read ${file}: ${(err as Error).message}`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new ConfigError(`REMESSA_CONFIG: ${file} must hold a JSON object of REMESSA_* keys`);
+  }
+  const out: Source = {};
+  for (const [k, v] of Object.entries(parsed)) out[k] = v === null ? undefined : String(v);
+  return out;
+}
+
+class Reader {
+  constructor(private readonly src: Source) {}
+
+  str(name: string, def: string): string {
+    const v = this.src[name];
+    return v === undefined || v === '' ? def : v;
+  }
+
+  optional(name: string): string | null {
+    const v = this.src[name];
+    return v === undefined || v === '' ? null : v;
+  }
+
+  int(name: string, def: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+    const raw = this.src[name];
+    if (raw === undefined || raw === '') return def;
+    if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be a whole number, got "${raw}"`);
+    const n = Number(raw.trim());
+    if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
+    return n;
+  }
+
+  bool(name: string, def: boolean): boolean {
+    const raw = this.src[name];
+    if (raw === undefined || raw === '') return def;
+    const v = raw.trim().toLowerCase();
+    if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+    if (['0', 'false', 'no', 'off'].includes(v)) return false;
+    throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+  }
+
+  oneOf<T extends string>(name: string, allowed: readonly T[], def: T): T {
+    const v = this.str(name, def);
+    if (!(allowed as readonly string[]).includes(v)) {
+      throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got "${v}"`);
+    }
+    return v as T;
+  }
+}
+
+/** Size with an optional unit: 1073741824, 1GiB, 500MB, 10k. */
+function parseSize(name: string, raw: string): number {
+  const m = /^(\d+)\s*([kmgt]?i?b?)?$/i.exec(raw.trim());
+  if (!m) throw new ConfigError(`${name} must be a size such as 1073741824 or 1GiB, got "${raw}"`);
+  const unit = (m[2] ?? '').toLowerCase().replace(/i?b$/, '');
+  const mult = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 }[unit];
+  if (mult === undefined) throw new ConfigError(`${name}: unknown unit in "${raw}"`);
+  const n = Number(m[1]) * mult;
+  if (n < 1) throw new ConfigError(`${name} must be at least 1 byte`);
+  return n;
+}
+
+function parseBaseUrl(raw: string): { baseUrl: string; apiPath: string; portalPath: string } {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`REMESSA_BASE_URL must be an absolute http(s) URL, got "${raw}"`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConfigError(`REMESSA_BASE_URL must use http or https, got "${raw}"`);
+  }
+  if (url.search || url.hash) throw new ConfigError('REMESSA_BASE_URL must not have a query or fragment');
+  const baseUrl = raw.replace(/\/+$/, '');
+  const apiPath = url.pathname.replace(/\/+$/, '');
+  const portalPath = apiPath.slice(0, apiPath.lastIndexOf('/') + 1) || '/';
+  return { baseUrl, apiPath, portalPath };
+}
+
+export function loadConfig(env: Source = process.env): Config {
+  const src: Source = { ...loadFileSource(env), ...env };
+  const r = new Reader(src);
+  const { baseUrl, apiPath, portalPath } = parseBaseUrl(
+    r.str('REMESSA_BASE_URL', 'http://localhost:8080/v1'),
+  );
+  const smsProvider = r.optional('REMESSA_SMS_PROVIDER');
+  if (smsProvider !== null && smsProvider !== 'twilio' && smsProvider !== 'webhook') {
+    throw new ConfigError(`REMESSA_SMS_PROVIDER must be twilio or webhook, got "${smsProvider}"`);
+  }
+  const smsUrl = r.optional('REMESSA_SMS_URL');
+  if (smsProvider && !smsUrl) throw new ConfigError('REMESSA_SMS_PROVIDER needs REMESSA_SMS_URL');
+  const smtpUrl = r.optional('REMESSA_SMTP_URL');
+  if (smtpUrl && !/^smtps?:\/\//.test(smtpUrl)) {
+    throw new ConfigError('REMESSA_SMTP_URL must start with smtp:// or smtps://');
+  }
+  const databaseUrl = r.optional('REMESSA_DATABASE_URL');
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('REMESSA_DATABASE_URL must be a postgres:// URL (leave it unset for SQLite)');
+  }
+  const secret = r.optional('REMESSA_SECRET');
+  if (secret !== null && secret.length < 16)
+    throw new ConfigError('REMESSA_SECRET must be at least 16 characters');
+  const maxFileSizeRaw = r.optional('REMESSA_MAX_FILE_SIZE');
+
+  return {
+    port: r.int('REMESSA_PORT', 8080, 0, 65535),
+    host: r.str('REMESSA_HOST', '0.0.0.0'),
+    baseUrl,
+    apiPath,
+    portalPath,
+    dataDir: path.resolve(r.str('REMESSA_DATA_DIR', './data')),
+    lang: r.oneOf('REMESSA_LANG', LANGS, 'pt'),
+    secret,
+    databaseUrl,
+    blobStore: r.oneOf('REMESSA_BLOB_STORE', ['local', 's3'] as const, 'local'),
+    s3: {
+      bucket: r.str('REMESSA_S3_BUCKET', ''),
+      region: r.str('REMESSA_S3_REGION', 'us-east-1'),
+      endpoint: r.optional('REMESSA_S3_ENDPOINT'),
+      prefix: r.str('REMESSA_S3_PREFIX', ''),
+      forcePathStyle: r.bool('REMESSA_S3_FORCE_PATH_STYLE', false),
+    },
+    tokenSeconds: r.int('REMESSA_TOKEN_SECONDS', 3600, 1),
+    lockoutAttempts: r.int('REMESSA_LOCKOUT_ATTEMPTS', 5, 1),
+    lockoutSeconds: r.int('REMESSA_LOCKOUT_SECONDS', 900, 1),
+    passwordMinLength: r.int('REMESSA_PASSWORD_MIN_LENGTH', 8, 1, 1024),
+    linkDays: r.int('REMESSA_LINK_DAYS', 7, 1),
+    backupDays: r.int('REMESSA_BACKUP_DAYS', 30, 0),
+    retireOnDownload: r.bool('REMESSA_RETIRE_ON_DOWNLOAD', false),
+    maxFileSize: maxFileSizeRaw ? parseSize('REMESSA_MAX_FILE_SIZE', maxFileSizeRaw) : 1024 ** 3,
+    sweepSeconds: r.int('REMESSA_SWEEP_SECONDS', 60, 1),
+    recipientPin: r.bool('REMESSA_RECIPIENT_PIN', true),
+    pinSeconds: r.int('REMESSA_PIN_SECONDS', 180, 10),
+    notifyRetrySeconds: r.int('REMESSA_NOTIFY_RETRY_SECONDS', 5, 0),
+    notifyMaxAttempts: r.int('REMESSA_NOTIFY_MAX_ATTEMPTS', 5, 1),
+    notifySender: r.bool('REMESSA_NOTIFY_SENDER', false),
+    smtpUrl,
+    mailFrom: r.str('REMESSA_MAIL_FROM', 'Remessa <remessa@localhost>'),
+    smsProvider,
+    smsUrl,
+    smsUser: r.optional('REMESSA_SMS_USER'),
+    smsPassword: r.optional('REMESSA_SMS_PASSWORD'),
+    smsFrom: r.optional('REMESSA_SMS_FROM'),
+    templatesDir: r.optional('REMESSA_TEMPLATES_DIR'),
+    logLevel: r.oneOf(
+      'REMESSA_LOG_LEVEL',
+      ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const,
+      'info',
+    ),
+    trustProxy: r.bool('REMESSA_TRUST_PROXY', false),
+  };
+}

@@ -1,0 +1,59 @@
+// Opens the metadata database: embedded SQLite in the data dir by default, PostgreSQL when
+// REMESSA_DATABASE_URL is set. Everything above this file speaks Kysely and is dialect-agnostic.
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import pg from 'pg';
+import type { Config } from '../config.js';
+import { type Dialect, migrate } from './migrations.js';
+import type { Database } from './schema.js';
+
+export type Db = Kysely<Database>;
+
+export interface OpenDatabase {
+  db: Db;
+  dialect: Dialect;
+  close(): Promise<void>;
+}
+
+// int8 (bigint) columns hold millisecond times and byte lengths: all well inside 2^53.
+pg.types.setTypeParser(20, (v) => Number.parseInt(v, 10));
+
+export async function openDatabase(config: Pick<Config, 'dataDir' | 'databaseUrl'>): Promise<OpenDatabase> {
+  let db: Db;
+  let dialect: Dialect;
+  if (config.databaseUrl) {
+    dialect = 'postgres';
+    db = new Kysely<Database>({
+      dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: config.databaseUrl, max: 10 }) }),
+    });
+  } else {
+    dialect = 'sqlite';
+    mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+    const sqlite = new SQLite(path.join(config.dataDir, 'remessa.db'));
+    // WAL lets the CLI and the server share the file; FULL sync makes a committed row durable.
+    sqlite.pragma('journal_mode = WAL');
+    sqlite.pragma('synchronous = FULL');
+    sqlite.pragma('busy_timeout = 5000');
+    sqlite.pragma('foreign_keys = ON');
+    db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  }
+  try {
+    await migrate(db, dialect);
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
+  return { db, dialect, close: () => db.destroy() };
+}
+
+/** True when a write failed on a unique constraint, in either dialect. */
+export function isUniqueViolation(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  return (
+    e?.code === '23505' ||
+    e?.code === 'SQLITE_CONSTRAINT_UNIQUE' ||
+    /UNIQUE constraint/.test(e?.message ?? '')
+  );
+}

@@ -1,0 +1,174 @@
+// Schema migrations, portable between SQLite and PostgreSQL (Kysely's schema builder).
+// Append new migrations; never edit a released one.
+import {
+  type ColumnDefinitionBuilder,
+  type Kysely,
+  type Migration,
+  type MigrationProvider,
+  Migrator,
+  sql,
+} from 'kysely';
+
+// biome-ignore lint/suspicious/noExplicitAny: migrations run before the typed schema exists
+type AnyDb = Kysely<any>;
+
+export type Dialect = 'sqlite' | 'postgres';
+
+function idColumn(dialect: Dialect) {
+  // SQLite wants INTEGER PRIMARY KEY AUTOINCREMENT; PostgreSQL an identity column.
+  return (col: ColumnDefinitionBuilder) =>
+    dialect === 'postgres'
+      ? col.primaryKey().generatedByDefaultAsIdentity()
+      : col.primaryKey().autoIncrement();
+}
+
+const initial = (dialect: Dialect): Migration => ({
+  async up(db: AnyDb) {
+    const id = idColumn(dialect);
+    const big = 'bigint' as const;
+    await db.schema
+      .createTable('users')
+      .addColumn('id', 'integer', id)
+      .addColumn('name', 'text', (c) => c.notNull())
+      .addColumn('name_key', 'text', (c) => c.notNull().unique())
+      .addColumn('email', 'text')
+      .addColumn('mobile', 'text')
+      .addColumn('lang', 'text', (c) => c.notNull())
+      .addColumn('enabled', 'integer', (c) => c.notNull().defaultTo(1))
+      .addColumn('first_access', 'integer', (c) => c.notNull().defaultTo(0))
+      .addColumn('password_hash', 'text')
+      .addColumn('token_generation', 'integer', (c) => c.notNull().defaultTo(0))
+      .addColumn('failed_logins', 'integer', (c) => c.notNull().defaultTo(0))
+      .addColumn('locked_until', big, (c) => c.notNull().defaultTo(0))
+      .addColumn('created_at', big, (c) => c.notNull())
+      .addColumn('updated_at', big, (c) => c.notNull())
+      .execute();
+
+    await db.schema
+      .createTable('revoked_tokens')
+      .addColumn('jti', 'text', (c) => c.primaryKey())
+      .addColumn('user_id', 'integer', (c) => c.notNull())
+      .addColumn('expires_at', big, (c) => c.notNull())
+      .execute();
+
+    await db.schema
+      .createTable('audit')
+      .addColumn('id', 'integer', id)
+      .addColumn('at', big, (c) => c.notNull())
+      .addColumn('event', 'text', (c) => c.notNull())
+      .addColumn('user_name', 'text')
+      .addColumn('remote', 'text')
+      .addColumn('file_id', 'integer')
+      .addColumn('detail', 'text')
+      .execute();
+    await db.schema.createIndex('audit_at').on('audit').column('at').execute();
+    await db.schema.createIndex('audit_user').on('audit').columns(['user_name', 'at']).execute();
+
+    await db.schema
+      .createTable('files')
+      .addColumn('id', 'integer', id)
+      .addColumn('owner_id', 'integer', (c) => c.notNull())
+      .addColumn('uploader_id', 'integer', (c) => c.notNull())
+      .addColumn('name', 'text', (c) => c.notNull())
+      .addColumn('length', big, (c) => c.notNull())
+      .addColumn('sha256', 'text', (c) => c.notNull())
+      .addColumn('content_type', 'text', (c) => c.notNull())
+      .addColumn('blob_key', 'text', (c) => c.notNull())
+      .addColumn('state', 'text', (c) => c.notNull())
+      .addColumn('created_at', big, (c) => c.notNull())
+      .addColumn('expires_at', big, (c) => c.notNull())
+      .addColumn('retired_at', big)
+      .addColumn('purge_at', big)
+      .addColumn('message', 'text')
+      .execute();
+    // One name per area: the partial unique index makes " (1)" de-duplication race-free.
+    await db.schema
+      .createIndex('files_area_name')
+      .on('files')
+      .columns(['owner_id', 'name'])
+      .unique()
+      .where(sql.ref('state'), '=', 'area')
+      .execute();
+    await db.schema
+      .createIndex('files_owner_state')
+      .on('files')
+      .columns(['owner_id', 'state', 'id'])
+      .execute();
+    await db.schema.createIndex('files_expiry').on('files').columns(['state', 'expires_at']).execute();
+    await db.schema.createIndex('files_purge').on('files').columns(['state', 'purge_at']).execute();
+
+    await db.schema
+      .createTable('links')
+      .addColumn('id', 'integer', id)
+      .addColumn('file_id', 'integer', (c) => c.notNull())
+      .addColumn('token_hash', 'text', (c) => c.notNull().unique())
+      .addColumn('token_sealed', 'text', (c) => c.notNull())
+      .addColumn('kind', 'text', (c) => c.notNull())
+      .addColumn('recipient_email', 'text')
+      .addColumn('recipient_mobile', 'text')
+      .addColumn('pin_hash', 'text')
+      .addColumn('pin_expires_at', big)
+      .addColumn('pin_sent_at', big)
+      .addColumn('pin_failures', 'integer', (c) => c.notNull().defaultTo(0))
+      .addColumn('locked_until', big, (c) => c.notNull().defaultTo(0))
+      .addColumn('revoked', 'integer', (c) => c.notNull().defaultTo(0))
+      .addColumn('downloads', 'integer', (c) => c.notNull().defaultTo(0))
+      .addColumn('created_at', big, (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex('links_file').on('links').column('file_id').execute();
+
+    await db.schema
+      .createTable('outbox')
+      .addColumn('id', 'integer', id)
+      .addColumn('channel', 'text', (c) => c.notNull())
+      .addColumn('recipient', 'text', (c) => c.notNull())
+      .addColumn('kind', 'text', (c) => c.notNull())
+      .addColumn('payload', 'text', (c) => c.notNull())
+      .addColumn('status', 'text', (c) => c.notNull())
+      .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
+      .addColumn('next_attempt_at', big, (c) => c.notNull())
+      .addColumn('claimed_until', big, (c) => c.notNull().defaultTo(0))
+      .addColumn('last_error', 'text')
+      .addColumn('file_id', 'integer')
+      .addColumn('user_name', 'text')
+      .addColumn('created_at', big, (c) => c.notNull())
+      .addColumn('sent_at', big)
+      .execute();
+    await db.schema.createIndex('outbox_due').on('outbox').columns(['status', 'next_attempt_at']).execute();
+
+    await db.schema
+      .createTable('change_tokens')
+      .addColumn('id', 'integer', id)
+      .addColumn('user_id', 'integer', (c) => c.notNull())
+      .addColumn('token_hash', 'text', (c) => c.notNull().unique())
+      .addColumn('purpose', 'text', (c) => c.notNull())
+      .addColumn('pin_hash', 'text')
+      .addColumn('pin_expires_at', big)
+      .addColumn('pin_sent_at', big)
+      .addColumn('pin_failures', 'integer', (c) => c.notNull().defaultTo(0))
+      .addColumn('expires_at', big, (c) => c.notNull())
+      .addColumn('used_at', big)
+      .addColumn('created_at', big, (c) => c.notNull())
+      .execute();
+  },
+});
+
+const migrations = (dialect: Dialect): Record<string, Migration> => ({ '0001_initial': initial(dialect) });
+
+class StaticProvider implements MigrationProvider {
+  constructor(private readonly dialect: Dialect) {}
+  async getMigrations() {
+    return migrations(this.dialect);
+  }
+}
+
+export async function migrate(db: AnyDb, dialect: Dialect): Promise<void> {
+  const provider = new StaticProvider(dialect);
+  const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
+  const failed = results?.find((r) => r.status === 'Error');
+  if (error || failed) {
+    throw new Error(
+      `database migration failed${failed ? ` at ${failed.migrationName}` : ''}: ${String(error)}`,
+    );
+  }
+}

@@ -1,0 +1,136 @@
+// Table types for Kysely. Times are integer milliseconds since the epoch; booleans are 0/1 integers,
+// so the same SQL runs on SQLite and PostgreSQL.
+import type { Generated, Insertable, Selectable, Updateable } from 'kysely';
+
+export interface UsersTable {
+  id: Generated<number>;
+  name: string;
+  /** lower-cased name: names match case-insensitively */
+  name_key: string;
+  email: string | null;
+  mobile: string | null;
+  lang: string;
+  enabled: number;
+  first_access: number;
+  password_hash: string | null;
+  /** Bumped to revoke every bearer token issued before (password change, disable, removal). */
+  token_generation: number;
+  failed_logins: number;
+  locked_until: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface RevokedTokensTable {
+  jti: string;
+  user_id: number;
+  expires_at: number;
+}
+
+export interface AuditTable {
+  id: Generated<number>;
+  at: number;
+  event: string;
+  user_name: string | null;
+  remote: string | null;
+  file_id: number | null;
+  detail: string | null;
+}
+
+export interface FilesTable {
+  id: Generated<number>;
+  /** whose area (or backup area) holds the file */
+  owner_id: number;
+  uploader_id: number;
+  name: string;
+  length: number;
+  sha256: string;
+  content_type: string;
+  blob_key: string;
+  /** 'area' | 'backup' */
+  state: string;
+  created_at: number;
+  /** end of link validity: the sweeper retires the file to backup then */
+  expires_at: number;
+  retired_at: number | null;
+  /** when a backup file is purged */
+  purge_at: number | null;
+  message: string | null;
+}
+
+export interface LinksTable {
+  id: Generated<number>;
+  file_id: number;
+  /** sha256(token), the lookup key: a database dump alone yields no working link */
+  token_hash: string;
+  /** the token sealed with the server secret (AES-GCM), so lists can show the link again */
+  token_sealed: string;
+  /** 'owner' | 'recipient' */
+  kind: string;
+  recipient_email: string | null;
+  recipient_mobile: string | null;
+  pin_hash: string | null;
+  pin_expires_at: number | null;
+  pin_sent_at: number | null;
+  pin_failures: number;
+  locked_until: number;
+  revoked: number;
+  downloads: number;
+  created_at: number;
+}
+
+export interface OutboxTable {
+  id: Generated<number>;
+  /** 'email' | 'sms' */
+  channel: string;
+  recipient: string;
+  /** message kind, e.g. 'file-link', 'download-pin', 'password-pin' */
+  kind: string;
+  /** JSON of the rendered message, sealed with the server secret (it may carry a PIN) */
+  payload: string;
+  /** 'pending' | 'sent' | 'failed' | 'logged' */
+  status: string;
+  attempts: number;
+  next_attempt_at: number;
+  /** lease: an instance that claims a message owns it until then */
+  claimed_until: number;
+  last_error: string | null;
+  file_id: number | null;
+  user_name: string | null;
+  created_at: number;
+  sent_at: number | null;
+}
+
+export interface ChangeTokensTable {
+  id: Generated<number>;
+  user_id: number;
+  token_hash: string;
+  /** 'forget' | 'firstaccess' */
+  purpose: string;
+  pin_hash: string | null;
+  pin_expires_at: number | null;
+  pin_sent_at: number | null;
+  pin_failures: number;
+  expires_at: number;
+  used_at: number | null;
+  created_at: number;
+}
+
+export interface Database {
+  users: UsersTable;
+  revoked_tokens: RevokedTokensTable;
+  audit: AuditTable;
+  files: FilesTable;
+  links: LinksTable;
+  outbox: OutboxTable;
+  change_tokens: ChangeTokensTable;
+}
+
+export type UserRow = Selectable<UsersTable>;
+export type NewUser = Insertable<UsersTable>;
+export type UserUpdate = Updateable<UsersTable>;
+export type FileRow = Selectable<FilesTable>;
+export type LinkRow = Selectable<LinksTable>;
+export type OutboxRow = Selectable<OutboxTable>;
+export type ChangeTokenRow = Selectable<ChangeTokensTable>;
+export type AuditRow = Selectable<AuditTable>;

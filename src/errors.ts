@@ -1,0 +1,35 @@
+// The one error type. Domain services throw AppError; the HTTP layer maps it to an envelope (or an
+// OAuth error object on the token endpoint). `detail` is safe to show: it never reveals whether a
+// user exists.
+export type ErrorStatus = 400 | 401 | 403 | 404 | 405 | 409 | 413 | 416 | 429 | 500 | 503;
+
+export const STATUS_TEXT: Record<ErrorStatus, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  409: 'Conflict',
+  413: 'Payload Too Large',
+  416: 'Range Not Satisfiable',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
+
+export class AppError extends Error {
+  constructor(
+    readonly status: ErrorStatus,
+    readonly detail?: string,
+    /** Extra response headers, e.g. WWW-Authenticate or Retry-After. */
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(detail ?? STATUS_TEXT[status]);
+    this.name = 'AppError';
+  }
+}
+
+export const badRequest = (detail?: string) => new AppError(400, detail);
+export const unauthorized = (detail?: string, headers?: Record<string, string>) =>
+  new AppError(401, detail, headers);
+export const forbidden = (detail?: string) => new AppError(403, detail);

@@ -1,0 +1,160 @@
+// Builds the Fastify application: parsers, hooks, the error mapping and every domain's routes.
+import formbody from '@fastify/formbody';
+import rateLimit from '@fastify/rate-limit';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  LogController,
+} from 'fastify';
+import { authRoutes } from '../auth/routes.js';
+import { AppError, type ErrorStatus, STATUS_TEXT } from '../errors.js';
+import { redactUrl } from '../logger.js';
+import type { Services } from '../services.js';
+import { errorEnvelope, oauthError } from './presenters.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    services: Services;
+  }
+  interface FastifyContextConfig {
+    /** Errors on this route are OAuth error objects instead of envelopes (token endpoint). */
+    oauth?: boolean;
+  }
+}
+
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH'] as const;
+
+const FASTIFY_STATUS: Record<string, ErrorStatus> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 413,
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 400,
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 400,
+  FST_ERR_CTP_EMPTY_JSON_BODY: 400,
+  FST_ERR_CTP_INVALID_JSON_BODY: 400,
+};
+
+function statusOf(err: FastifyError | AppError): ErrorStatus {
+  if (err instanceof AppError) return err.status;
+  if (err.validation) return 400;
+  if (err.code && FASTIFY_STATUS[err.code]) return FASTIFY_STATUS[err.code]!;
+  const s = err.statusCode ?? 500;
+  return s in STATUS_TEXT ? (s as ErrorStatus) : s >= 400 && s < 500 ? 400 : 500;
+}
+
+export function sendError(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  status: ErrorStatus,
+  detail?: string,
+) {
+  const { baseUrl } = request.server.services.config;
+  if (request.routeOptions.config?.oauth) {
+    return reply
+      .code(status)
+      .header('Cache-Control', 'no-store')
+      .header('Pragma', 'no-cache')
+      .send(oauthError(status, baseUrl));
+  }
+  return reply.code(status).send(errorEnvelope(status, detail));
+}
+
+export async function buildApp(services: Services): Promise<FastifyInstance> {
+  const { config, log } = services;
+  const app = Fastify({
+    loggerInstance: log as FastifyBaseLogger,
+    trustProxy: config.trustProxy,
+    bodyLimit: 1024 * 1024,
+    // Fastify's own per-request lines would log raw URLs; ours (onResponse below) redacts them.
+    logController: new LogController({ disableRequestLogging: true }),
+    return503OnClosing: true,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.decorate('services', services);
+  app.decorateRequest('user', null);
+  app.decorateRequest('session', null);
+
+  // Interface §4 writes the header as `Content_type`; treat it as Content-Type (DESIGN §2).
+  // It wins over a missing Content-Type or the text/plain that HTTP libraries add to string bodies,
+  // but never replaces a real Content-Type (which may carry the multipart boundary).
+  app.addHook('onRequest', async (request) => {
+    const raw = request.headers['content_type'];
+    const alias = Array.isArray(raw) ? raw[0] : raw;
+    const actual = request.headers['content-type'];
+    if (alias && (!actual || (/^text\/plain\b/i.test(actual) && !/^text\/plain\b/i.test(alias)))) {
+      request.headers['content-type'] = alias;
+    }
+  });
+
+  // One access-log line per request, with secrets in the query string redacted.
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info(
+      {
+        method: request.method,
+        url: redactUrl(request.url),
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime),
+        remote: request.ip,
+      },
+      'request',
+    );
+  });
+
+  app.addHook('onSend', async (_request, reply, payload) => {
+    reply.header('X-Content-Type-Options', 'nosniff');
+    reply.header('Referrer-Policy', 'no-referrer');
+    reply.header('X-Frame-Options', 'DENY');
+    if (!reply.hasHeader('Content-Security-Policy')) {
+      reply.header('Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'");
+    }
+    return payload;
+  });
+
+  // Clients send `Content_type: application/json` with no body (login, forget): accept that.
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    const text = String(body);
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      done(new AppError(400, 'body is not valid JSON'), undefined);
+    }
+  });
+  await app.register(formbody);
+  await app.register(rateLimit, {
+    global: false,
+    errorResponseBuilder: (_req, ctx) =>
+      new AppError(429, `rate limit: retry in ${Math.ceil(ctx.ttl / 1000)}s`),
+  });
+
+  app.setErrorHandler((err: FastifyError | AppError, request, reply) => {
+    const status = statusOf(err);
+    if (status >= 500) request.log.error({ err, url: redactUrl(request.url) }, 'request failed');
+    if (err instanceof AppError) reply.headers(err.headers);
+    const detail = err instanceof AppError ? err.detail : status < 500 ? err.message : undefined;
+    return sendError(request, reply, status, detail);
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?', 1)[0]!;
+    const allowed = METHODS.filter((method) => app.hasRoute({ method, url: path }));
+    if (allowed.length > 0) {
+      reply.header('Allow', allowed.join(', '));
+      return sendError(request, reply, 405);
+    }
+    return sendError(request, reply, 404);
+  });
+
+  await app.register(
+    async (api) => {
+      await api.register(authRoutes);
+    },
+    { prefix: config.apiPath },
+  );
+
+  return app;
+}

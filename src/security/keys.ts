@@ -1,0 +1,87 @@
+// Server secret and the keys derived from it. The secret comes from REMESSA_SECRET or is generated
+// once and kept in the data dir (mode 0600), so every instance sharing the data dir agrees on it.
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  createHmac,
+  hkdfSync,
+  randomBytes,
+  randomInt,
+  timingSafeEqual,
+} from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+export function loadOrCreateSecret(dataDir: string, explicit: string | null): string {
+  if (explicit) return explicit;
+  const file = path.join(dataDir, 'secret');
+  try {
+    return readFileSync(file, 'utf8').trim();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const secret = randomBytes(32).toString('base64url');
+  try {
+    // 'wx': if another process created it first, fall through and read theirs.
+    writeFileSync(file, `${secret}\n`, { mode: 0o600, flag: 'wx' });
+    return secret;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    return readFileSync(file, 'utf8').trim();
+  }
+}
+
+export class Keys {
+  readonly jwtKey: Uint8Array;
+  private readonly sealKey: Buffer;
+  private readonly hmacKey: Buffer;
+
+  constructor(secret: string) {
+    const derive = (info: string) => Buffer.from(hkdfSync('sha256', secret, 'remessa', info, 32));
+    this.jwtKey = new Uint8Array(derive('jwt-hs256'));
+    this.sealKey = derive('seal-aes-256-gcm');
+    this.hmacKey = derive('hmac-sha256');
+  }
+
+  /** AES-256-GCM, output base64url(iv | tag | ciphertext). */
+  seal(plain: string): string {
+    const iv = randomBytes(12);
+    const c = createCipheriv('aes-256-gcm', this.sealKey, iv);
+    const body = Buffer.concat([c.update(plain, 'utf8'), c.final()]);
+    return Buffer.concat([iv, c.getAuthTag(), body]).toString('base64url');
+  }
+
+  unseal(sealed: string): string {
+    const buf = Buffer.from(sealed, 'base64url');
+    const d = createDecipheriv('aes-256-gcm', this.sealKey, buf.subarray(0, 12));
+    d.setAuthTag(buf.subarray(12, 28));
+    return Buffer.concat([d.update(buf.subarray(28)), d.final()]).toString('utf8');
+  }
+
+  /** Keyed hash for short secrets (PINs): a database dump cannot brute-force 10^6 codes offline. */
+  hmac(value: string): string {
+    return createHmac('sha256', this.hmacKey).update(value).digest('base64url');
+  }
+}
+
+/** 256 random bits, base64url: download, change and bearer-token ids. */
+export function randomToken(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+/** Lookup key for a bearer-style secret (high entropy, so a plain hash is enough). */
+export function sha256(value: string): string {
+  return createHash('sha256').update(value).digest('base64url');
+}
+
+export function safeEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+export function randomPin(): string {
+  return String(randomInt(0, 1_000_000)).padStart(6, '0');
+}

@@ -1,0 +1,51 @@
+// Starts `remessa serve`: services, HTTP app and background workers, with a clean shutdown.
+import type { FastifyInstance } from 'fastify';
+import type { Config } from './config.js';
+import { buildApp } from './http/app.js';
+import type { Logger } from './logger.js';
+import { createServices, type ServiceOptions, type Services } from './services.js';
+
+export interface RunningServer {
+  app: FastifyInstance;
+  services: Services;
+  /** The address actually bound, e.g. http://127.0.0.1:40123 */
+  address: string;
+  close(): Promise<void>;
+}
+
+export async function startServer(
+  config: Config,
+  log: Logger,
+  opts: ServiceOptions = {},
+): Promise<RunningServer> {
+  const services = await createServices(config, log, opts);
+  let app: FastifyInstance;
+  try {
+    app = await buildApp(services);
+    await app.listen({ port: config.port, host: config.host });
+  } catch (err) {
+    await services.close();
+    throw err;
+  }
+  const addr = app.server.address();
+  const address =
+    typeof addr === 'object' && addr
+      ? `http://${addr.address.includes(':') ? `[${addr.address}]` : addr.address}:${addr.port}`
+      : String(addr);
+  log.info(
+    { address, baseUrl: config.baseUrl, dataDir: config.dataDir, database: services.dialect },
+    'Remessa is serving',
+  );
+  let closed = false;
+  return {
+    app,
+    services,
+    address,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await app.close();
+      await services.close();
+    },
+  };
+}

@@ -1,0 +1,58 @@
+// Composition root: builds every domain service from the config. The CLI and the server share it.
+import { AuditLog } from './audit/audit-log.js';
+import { AuthService } from './auth/auth-service.js';
+import { type Clock, systemClock } from './clock.js';
+import type { Config } from './config.js';
+import { type Db, openDatabase } from './db/database.js';
+import type { Dialect } from './db/migrations.js';
+import type { Logger } from './logger.js';
+import { Keys, loadOrCreateSecret } from './security/keys.js';
+import { UserService } from './users/user-service.js';
+import { UserStore } from './users/user-store.js';
+
+export interface Services {
+  config: Config;
+  log: Logger;
+  clock: Clock;
+  db: Db;
+  dialect: Dialect;
+  keys: Keys;
+  audit: AuditLog;
+  users: UserService;
+  auth: AuthService;
+  close(): Promise<void>;
+}
+
+export interface ServiceOptions {
+  clock?: Clock;
+}
+
+export async function createServices(
+  config: Config,
+  log: Logger,
+  opts: ServiceOptions = {},
+): Promise<Services> {
+  const clock = opts.clock ?? systemClock;
+  const database = await openDatabase(config);
+  const { db } = database;
+  const keys = new Keys(loadOrCreateSecret(config.dataDir, config.secret));
+  const audit = new AuditLog(db, clock);
+  const userStore = new UserStore(db);
+  const users = new UserService(userStore, audit, clock, {
+    defaultLang: config.lang,
+    passwordMinLength: config.passwordMinLength,
+  });
+  const auth = new AuthService(db, userStore, audit, keys, clock, config);
+  return {
+    config,
+    log,
+    clock,
+    db,
+    dialect: database.dialect,
+    keys,
+    audit,
+    users,
+    auth,
+    close: () => database.close(),
+  };
+}

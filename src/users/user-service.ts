@@ -1,0 +1,154 @@
+// User accounts: creation, settings, passwords, enable/disable, removal (DESIGN §3).
+// Every change that should end existing sessions bumps token_generation.
+import type { AuditLog } from '../audit/audit-log.js';
+import { hashPassword } from '../auth/passwords.js';
+import type { Clock } from '../clock.js';
+import type { Lang } from '../config.js';
+import { isUniqueViolation } from '../db/database.js';
+import type { UserRow, UserUpdate } from '../db/schema.js';
+import { AppError, badRequest } from '../errors.js';
+import { isEmail, isLang, isUserName, normalizeMobile } from '../validation.js';
+import type { UserStore } from './user-store.js';
+
+export interface UserFields {
+  email?: string | null;
+  mobile?: string | null;
+  lang?: string;
+}
+
+export class UserService {
+  constructor(
+    private readonly store: UserStore,
+    private readonly audit: AuditLog,
+    private readonly clock: Clock,
+    private readonly opts: { defaultLang: Lang; passwordMinLength: number },
+  ) {}
+
+  checkPasswordPolicy(password: string): void {
+    if (password.length < this.opts.passwordMinLength) {
+      throw badRequest(`password must have at least ${this.opts.passwordMinLength} characters`);
+    }
+    if (password.length > 1024) throw badRequest('password is too long');
+  }
+
+  private cleanFields(fields: UserFields): UserUpdate {
+    const out: UserUpdate = {};
+    if (fields.email !== undefined) {
+      if (fields.email !== null && fields.email !== '' && !isEmail(fields.email)) {
+        throw badRequest(`invalid e-mail address "${fields.email}"`);
+      }
+      out.email = fields.email || null;
+    }
+    if (fields.mobile !== undefined) {
+      if (fields.mobile === null || fields.mobile === '') out.mobile = null;
+      else {
+        const m = normalizeMobile(fields.mobile);
+        if (!m) throw badRequest(`invalid mobile number "${fields.mobile}"`);
+        out.mobile = m;
+      }
+    }
+    if (fields.lang !== undefined) {
+      if (!isLang(fields.lang)) throw badRequest(`language must be pt, en or es, got "${fields.lang}"`);
+      out.lang = fields.lang;
+    }
+    return out;
+  }
+
+  async create(name: string, fields: UserFields, password: string | null): Promise<UserRow> {
+    if (!isUserName(name)) throw badRequest('user name must be 1-64 characters of A-Z a-z 0-9 . _ @ -');
+    const clean = this.cleanFields(fields);
+    if (password !== null) this.checkPasswordPolicy(password);
+    const now = this.clock.now();
+    try {
+      const user = await this.store.insert({
+        name,
+        name_key: name.toLowerCase(),
+        email: clean.email ?? null,
+        mobile: clean.mobile ?? null,
+        lang: clean.lang ?? this.opts.defaultLang,
+        enabled: 1,
+        first_access: password === null ? 1 : 0,
+        password_hash: password === null ? null : await hashPassword(password),
+        token_generation: 0,
+        failed_logins: 0,
+        locked_until: 0,
+        created_at: now,
+        updated_at: now,
+      });
+      await this.audit.record({ event: 'user.created', user: user.name, detail: 'cli' });
+      return user;
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new AppError(409, `user "${name}" already exists`);
+      throw err;
+    }
+  }
+
+  async get(name: string): Promise<UserRow> {
+    const user = await this.store.byName(name);
+    if (!user) throw new AppError(404, `no user "${name}"`);
+    return user;
+  }
+
+  find(name: string): Promise<UserRow | undefined> {
+    return this.store.byName(name);
+  }
+
+  byId(id: number): Promise<UserRow | undefined> {
+    return this.store.byId(id);
+  }
+
+  list(): Promise<UserRow[]> {
+    return this.store.list();
+  }
+
+  async update(name: string, fields: UserFields): Promise<UserRow> {
+    const user = await this.get(name);
+    await this.store.update(user.id, { ...this.cleanFields(fields), updated_at: this.clock.now() });
+    await this.audit.record({
+      event: 'user.updated',
+      user: user.name,
+      detail: Object.keys(fields).join(','),
+    });
+    return this.get(name);
+  }
+
+  /** Sets a new password, leaves first-access state, clears lockout and revokes earlier tokens. */
+  async setPassword(
+    user: UserRow,
+    password: string,
+    via: string,
+    remote: string | null = null,
+  ): Promise<void> {
+    this.checkPasswordPolicy(password);
+    await this.store.update(user.id, {
+      password_hash: await hashPassword(password),
+      first_access: 0,
+      failed_logins: 0,
+      locked_until: 0,
+      token_generation: user.token_generation + 1,
+      updated_at: this.clock.now(),
+    });
+    await this.audit.record({ event: 'password.changed', user: user.name, remote, detail: via });
+  }
+
+  async setEnabled(name: string, enabled: boolean): Promise<void> {
+    const user = await this.get(name);
+    const patch: UserUpdate = { enabled: enabled ? 1 : 0, updated_at: this.clock.now() };
+    if (!enabled) patch.token_generation = user.token_generation + 1;
+    else Object.assign(patch, { failed_logins: 0, locked_until: 0 });
+    await this.store.update(user.id, patch);
+    await this.audit.record({
+      event: enabled ? 'user.enabled' : 'user.disabled',
+      user: user.name,
+      detail: 'cli',
+    });
+  }
+
+  /** Removes the account; its tokens die with it (verification looks the user up by id). */
+  async remove(name: string): Promise<UserRow> {
+    const user = await this.get(name);
+    await this.store.remove(user.id);
+    await this.audit.record({ event: 'user.removed', user: user.name, detail: 'cli' });
+    return user;
+  }
+}

@@ -1,0 +1,41 @@
+// PostgreSQL for tests: a fresh database per test file on the local server, or a visible skip
+// when none is reachable (CI on this machine kind always has one; .ci/run checks).
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+
+const ADMIN_URL = process.env['REMESSA_TEST_PG_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+export async function postgresAvailable(): Promise<boolean> {
+  const client = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 2000 });
+  try {
+    await client.connect();
+    await client.query('select 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/** Message shown by tests that skip for lack of PostgreSQL. */
+export const PG_SKIP = `PostgreSQL not reachable at ${ADMIN_URL}: PostgreSQL tests skipped (set REMESSA_TEST_PG_URL)`;
+
+export async function createTempDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `remessa_test_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: ADMIN_URL });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const c = new pg.Client({ connectionString: ADMIN_URL });
+      await c.connect();
+      await c.query(`drop database if exists ${name} with (force)`);
+      await c.end();
+    },
+  };
+}

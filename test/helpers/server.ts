@@ -1,0 +1,128 @@
+// The one test helper: starts the real server on a free port with a temp data dir, captures its
+// log lines (so tests can prove secrets never reach them) and cleans everything up.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { OffsetClock } from '../../src/clock.js';
+import { loadConfig } from '../../src/config.js';
+import type { UserRow } from '../../src/db/schema.js';
+import { createLogger } from '../../src/logger.js';
+import { type RunningServer, startServer } from '../../src/server.js';
+
+export interface TestServer {
+  /** {base_url}, e.g. http://127.0.0.1:40123/v1 */
+  base: string;
+  /** scheme://host:port with no path */
+  origin: string;
+  dataDir: string;
+  clock: OffsetClock;
+  server: RunningServer;
+  logs: string[];
+  env: Record<string, string>;
+  /** Creates a user directly through the service layer. */
+  createUser(
+    name: string,
+    password: string | null,
+    fields?: { email?: string; mobile?: string; lang?: string },
+  ): Promise<UserRow>;
+  close(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export interface StartOptions {
+  env?: Record<string, string>;
+  /** Path of the API under the origin; default /v1. */
+  apiPath?: string;
+  /** Reuse a data dir (restart tests); otherwise a fresh temp dir is made and removed on close. */
+  dataDir?: string;
+}
+
+export async function startTestServer(opts: StartOptions = {}): Promise<TestServer> {
+  const port = await freePort();
+  const ownDir = !opts.dataDir;
+  const dataDir = opts.dataDir ?? (await mkdtemp(path.join(tmpdir(), 'remessa-test-')));
+  const origin = `http://127.0.0.1:${port}`;
+  const env: Record<string, string> = {
+    REMESSA_PORT: String(port),
+    REMESSA_HOST: '127.0.0.1',
+    REMESSA_BASE_URL: `${origin}${opts.apiPath ?? '/v1'}`,
+    REMESSA_DATA_DIR: dataDir,
+    REMESSA_LOG_LEVEL: 'info',
+    REMESSA_SECRET: 'test-secret-test-secret-test-secret',
+    ...opts.env,
+  };
+  const config = loadConfig(env);
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      logs.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+      cb();
+    },
+  });
+  const clock = new OffsetClock();
+  const server = await startServer(config, createLogger(config.logLevel, sink), { clock });
+  return {
+    base: config.baseUrl,
+    origin,
+    dataDir,
+    clock,
+    server,
+    logs,
+    env,
+    createUser: (name, password, fields = {}) =>
+      server.services.users.create(
+        name,
+        { email: fields.email ?? `${name.toLowerCase()}@example.com`, ...fields },
+        password,
+      ),
+    async close() {
+      await server.close();
+      if (ownDir) await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function basic(name: string, password: string): string {
+  return `Basic ${Buffer.from(`${name}:${password}`).toString('base64')}`;
+}
+
+/** fetch + parsed JSON body. */
+export async function call(
+  url: string,
+  init: RequestInit = {},
+): Promise<{ status: number; headers: Headers; body: Record<string, unknown> }> {
+  const res = await fetch(url, init);
+  const text = await res.text();
+  let body: Record<string, unknown> = {};
+  try {
+    body = text ? (JSON.parse(text) as Record<string, unknown>) : {};
+  } catch {
+    body = { _raw: text };
+  }
+  return { status: res.status, headers: res.headers, body };
+}
+
+/** Envelope `time`: Go's time.Time.String() with 6 fraction digits (DESIGN §2). */
+export const GO_TIME =
+  /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{6} [+-]\d{4} (?:[A-Z]{2,5}|[+-]\d{2}(?:\d{2})?) m=\+\d+\.\d{9}$/;
+export const APIVER = /^v1 \(\d+\.\d+\.\d+\)$/;
+
+export const ERROR_KEYS = ['apiver', 'description', 'status', 'time'];
+/** Keys of an error envelope, ignoring the optional `detail`. */
+export function errorKeys(body: Record<string, unknown>): string[] {
+  return Object.keys(body)
+    .filter((k) => k !== 'detail')
+    .sort();
+}
