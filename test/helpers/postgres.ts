@@ -19,6 +19,7 @@ export async function postgresAvailable(): Promise<boolean> {
 }
 
 /** Message shown by tests that skip for lack of PostgreSQL. */
+export const PG_REQUIRED = process.env['REMESSA_TEST_REQUIRE_PG'] === '1';
 export const PG_SKIP = `PostgreSQL not reachable at ${ADMIN_URL}: PostgreSQL tests skipped (set REMESSA_TEST_PG_URL)`;
 
 export async function createTempDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
