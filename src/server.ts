@@ -4,10 +4,13 @@ import type { Config } from './config.js';
 import { buildApp } from './http/app.js';
 import type { Logger } from './logger.js';
 import { createServices, type ServiceOptions, type Services } from './services.js';
+import { PeriodicWorker } from './worker.js';
 
 export interface RunningServer {
   app: FastifyInstance;
   services: Services;
+  /** Background workers by job name (tests call runOnce() instead of waiting). */
+  workers: Map<string, PeriodicWorker>;
   /** The address actually bound, e.g. http://127.0.0.1:40123 */
   address: string;
   close(): Promise<void>;
@@ -36,14 +39,18 @@ export async function startServer(
     { address, baseUrl: config.baseUrl, dataDir: config.dataDir, database: services.dialect },
     'Remessa is serving',
   );
+  const workers = new Map(services.jobs.map((job) => [job.name, new PeriodicWorker(job, log)]));
+  if (opts.startWorkers !== false) for (const w of workers.values()) w.start();
   let closed = false;
   return {
     app,
     services,
+    workers,
     address,
     async close() {
       if (closed) return;
       closed = true;
+      await Promise.all([...workers.values()].map((w) => w.stop()));
       await app.close();
       await services.close();
     },

@@ -9,6 +9,7 @@ import type { Logger } from './logger.js';
 import { Keys, loadOrCreateSecret } from './security/keys.js';
 import { UserService } from './users/user-service.js';
 import { UserStore } from './users/user-store.js';
+import type { BackgroundJob } from './worker.js';
 
 export interface Services {
   config: Config;
@@ -20,11 +21,15 @@ export interface Services {
   audit: AuditLog;
   users: UserService;
   auth: AuthService;
+  /** Jobs `remessa serve` runs in the background (each domain adds its own). */
+  jobs: BackgroundJob[];
   close(): Promise<void>;
 }
 
 export interface ServiceOptions {
   clock?: Clock;
+  /** false: background jobs only run when a test calls runOnce() */
+  startWorkers?: boolean;
 }
 
 export async function createServices(
@@ -43,6 +48,9 @@ export async function createServices(
     passwordMinLength: config.passwordMinLength,
   });
   const auth = new AuthService(db, userStore, audit, keys, clock, config);
+  const jobs: BackgroundJob[] = [
+    { name: 'prune-revoked-tokens', intervalMs: 60 * 60 * 1000, run: () => auth.pruneRevoked() },
+  ];
   return {
     config,
     log,
@@ -53,6 +61,7 @@ export async function createServices(
     audit,
     users,
     auth,
+    jobs,
     close: () => database.close(),
   };
 }

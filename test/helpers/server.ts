@@ -47,6 +47,8 @@ export interface StartOptions {
   apiPath?: string;
   /** Reuse a data dir (restart tests); otherwise a fresh temp dir is made and removed on close. */
   dataDir?: string;
+  /** false: background jobs run only when the test calls server.workers.get(name).runOnce() */
+  startWorkers?: boolean;
 }
 
 export async function startTestServer(opts: StartOptions = {}): Promise<TestServer> {
@@ -72,7 +74,7 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
     },
   });
   const clock = new OffsetClock();
-  const server = await startServer(config, createLogger(config.logLevel, sink), { clock });
+  const server = await startServer(config, createLogger(config.logLevel, sink), { clock, startWorkers: opts.startWorkers });
   return {
     base: config.baseUrl,
     origin,
