@@ -5,8 +5,13 @@ import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
 import { type Db, openDatabase } from './db/database.js';
 import type { Dialect } from './db/migrations.js';
+import { FileService } from './files/file-service.js';
+import { FileStore } from './files/file-store.js';
+import { FileSweeper } from './files/lifecycle.js';
 import type { Logger } from './logger.js';
 import { Keys, loadOrCreateSecret } from './security/keys.js';
+import type { BlobStore } from './storage/blob-store.js';
+import { LocalBlobStore } from './storage/local-blob-store.js';
 import { UserService } from './users/user-service.js';
 import { UserStore } from './users/user-store.js';
 import type { BackgroundJob } from './worker.js';
@@ -21,6 +26,8 @@ export interface Services {
   audit: AuditLog;
   users: UserService;
   auth: AuthService;
+  blobs: BlobStore;
+  files: FileService;
   /** Jobs `remessa serve` runs in the background (each domain adds its own). */
   jobs: BackgroundJob[];
   close(): Promise<void>;
@@ -30,6 +37,8 @@ export interface ServiceOptions {
   clock?: Clock;
   /** false: background jobs only run when a test calls runOnce() */
   startWorkers?: boolean;
+  /** Replaces the configured blob store (fault-injection tests). */
+  blobStore?: BlobStore;
 }
 
 export async function createServices(
@@ -48,8 +57,14 @@ export async function createServices(
     passwordMinLength: config.passwordMinLength,
   });
   const auth = new AuthService(db, userStore, audit, keys, clock, config);
+  const blobs = opts.blobStore ?? new LocalBlobStore(config.dataDir);
+  const orphans = await blobs.recover();
+  if (orphans > 0) log.warn({ orphans }, 'removed partial uploads left by a crash');
+  const fileStore = new FileStore(db);
+  const files = new FileService(db, fileStore, blobs, audit, users, keys, clock, config);
   const jobs: BackgroundJob[] = [
     { name: 'prune-revoked-tokens', intervalMs: 60 * 60 * 1000, run: () => auth.pruneRevoked() },
+    new FileSweeper(files, fileStore, blobs, audit, clock, log, config.sweepSeconds * 1000),
   ];
   return {
     config,
@@ -61,6 +76,8 @@ export async function createServices(
     audit,
     users,
     auth,
+    blobs,
+    files,
     jobs,
     close: () => database.close(),
   };

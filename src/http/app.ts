@@ -12,6 +12,7 @@ import Fastify, {
 } from 'fastify';
 import { authRoutes } from '../auth/routes.js';
 import { AppError, type ErrorStatus, STATUS_TEXT } from '../errors.js';
+import { fileRoutes } from '../files/routes.js';
 import { redactUrl } from '../logger.js';
 import type { Services } from '../services.js';
 import { errorEnvelope, oauthError } from './presenters.js';
@@ -152,6 +153,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(
     async (api) => {
       await api.register(authRoutes);
+      await api.register(fileRoutes);
     },
     { prefix: config.apiPath },
   );

@@ -1,0 +1,188 @@
+// Sends a stored file over HTTP: Content-Type/Disposition/Length, ETag (from the SHA-256),
+// Last-Modified, a single Range (206/416), conditional GET (304), HEAD, and integrity checking.
+import { createHash } from 'node:crypto';
+import { type Readable, Transform, type TransformCallback } from 'node:stream';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FileRow } from '../db/schema.js';
+import { AppError } from '../errors.js';
+import type { ByteRange } from '../storage/blob-store.js';
+
+/** Files up to this size are verified against their SHA-256 before the first byte is sent. */
+const VERIFY_BEFORE_SEND = 16 * 1024 * 1024;
+
+export interface DownloadOutcome {
+  /** every byte of the whole file reached the client */
+  complete: boolean;
+  bytes: number;
+  range: ByteRange | null;
+}
+
+export interface BlobAccess {
+  open(range?: ByteRange): Promise<Readable>;
+  size(): Promise<number | null>;
+  /** Called when the contents do not match the recorded length or hash. */
+  corrupt(reason: string): Promise<void>;
+}
+
+export function contentDisposition(name: string): string {
+  const ascii = name.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
+  const encoded = encodeURIComponent(name).replace(
+    /['()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;
+}
+
+/** Parses a single-range `bytes=` header. null: ignore the header (absent, multi-range, other unit). */
+export function parseRange(header: string | undefined, size: number): ByteRange | 'unsatisfiable' | null {
+  if (!header) return null;
+  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!m) return null;
+  const [, a, b] = m;
+  if (a === '' && b === '') return null;
+  let start: number;
+  let end: number;
+  if (a === '') {
+    const suffix = Number(b);
+    if (suffix === 0) return 'unsatisfiable';
+    start = Math.max(0, size - suffix);
+    end = size - 1;
+  } else {
+    start = Number(a);
+    end = b === '' ? size - 1 : Math.min(Number(b), size - 1);
+    if (b !== '' && Number(b) < start) return null;
+  }
+  if (start >= size || size === 0) return 'unsatisfiable';
+  return { start, end };
+}
+
+function etagOf(file: FileRow): string {
+  return `"${file.sha256}"`;
+}
+
+function notModified(request: FastifyRequest, file: FileRow): boolean {
+  const inm = request.headers['if-none-match'];
+  if (inm !== undefined) {
+    const tag = etagOf(file);
+    return inm.split(',').some((t) => {
+      const v = t.trim();
+      return v === '*' || v === tag || v === `W/${tag}`;
+    });
+  }
+  const ims = request.headers['if-modified-since'];
+  if (ims) {
+    const since = Date.parse(ims);
+    return !Number.isNaN(since) && Math.floor(file.created_at / 1000) * 1000 <= since;
+  }
+  return false;
+}
+
+/**
+ * Counts bytes on their way out and, given the expected SHA-256, holds back the last chunk until
+ * the hash is known: a corrupted blob never completes as a valid download (the client sees a broken
+ * transfer instead of wrong bytes).
+ */
+class DownloadMeter extends Transform {
+  bytes = 0;
+  private readonly hash;
+  private held: Buffer | null = null;
+  constructor(
+    private readonly expected: string | null,
+    private readonly onMismatch: () => void,
+  ) {
+    super({ highWaterMark: 1 << 20 });
+    this.hash = expected ? createHash('sha256') : null;
+  }
+  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    this.bytes += chunk.length;
+    if (!this.hash) return cb(null, chunk);
+    this.hash.update(chunk);
+    const prev = this.held;
+    this.held = chunk;
+    cb(null, prev ?? undefined);
+  }
+  override _flush(cb: TransformCallback): void {
+    if (this.hash && this.hash.digest('hex') !== this.expected) {
+      this.onMismatch();
+      cb(new Error('stored contents do not match their SHA-256'));
+      return;
+    }
+    cb(null, this.held ?? undefined);
+  }
+}
+
+async function hashOf(stream: NodeJS.ReadableStream): Promise<string> {
+  const h = createHash('sha256');
+  for await (const chunk of stream) h.update(chunk as Buffer);
+  return h.digest('hex');
+}
+
+/**
+ * Answers a download request for `file`. Resolves with what reached the client once the response
+ * is over (finished or aborted); errors before the first byte become envelopes via AppError.
+ */
+export async function sendStoredFile(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  file: FileRow,
+  blob: BlobAccess,
+): Promise<DownloadOutcome> {
+  reply.header('Content-Type', file.content_type);
+  reply.header('Content-Disposition', contentDisposition(file.name));
+  reply.header('ETag', etagOf(file));
+  reply.header('Last-Modified', new Date(file.created_at).toUTCString());
+  reply.header('Accept-Ranges', 'bytes');
+  reply.header('Cache-Control', 'private, no-cache');
+
+  if (notModified(request, file)) {
+    await reply.code(304).send();
+    return { complete: false, bytes: 0, range: null };
+  }
+
+  const actualSize = await blob.size();
+  if (actualSize !== file.length) {
+    await blob.corrupt(
+      actualSize === null ? 'contents missing' : `size ${actualSize} instead of ${file.length}`,
+    );
+    throw new AppError(500, 'stored file is damaged');
+  }
+
+  const ifRange = request.headers['if-range'];
+  const rangeAllowed = !ifRange || ifRange === etagOf(file);
+  const range = rangeAllowed ? parseRange(request.headers.range, file.length) : null;
+  if (range === 'unsatisfiable') {
+    reply.header('Content-Range', `bytes */${file.length}`);
+    throw new AppError(416);
+  }
+  const length = range ? range.end - range.start + 1 : file.length;
+  if (range) {
+    reply.code(206);
+    reply.header('Content-Range', `bytes ${range.start}-${range.end}/${file.length}`);
+  }
+  reply.header('Content-Length', String(length));
+
+  if (request.method === 'HEAD') {
+    await reply.send();
+    return { complete: false, bytes: 0, range };
+  }
+
+  if (!range && file.length <= VERIFY_BEFORE_SEND && (await hashOf(await blob.open())) !== file.sha256) {
+    await blob.corrupt('SHA-256 mismatch');
+    throw new AppError(500, 'stored file is damaged');
+  }
+
+  // Full downloads too large to pre-verify are verified in passing.
+  const verifyInPassing = !range && file.length > VERIFY_BEFORE_SEND ? file.sha256 : null;
+  const meter = new DownloadMeter(
+    verifyInPassing,
+    () => void blob.corrupt('SHA-256 mismatch during download'),
+  );
+  const source = await blob.open(range ?? undefined);
+  source.on('error', (err) => meter.destroy(err));
+  const res = reply.raw;
+  const done = new Promise<DownloadOutcome>((resolve) => {
+    res.once('close', () => resolve({ complete: !range && res.writableFinished, bytes: meter.bytes, range }));
+  });
+  reply.send(source.pipe(meter));
+  return done;
+}

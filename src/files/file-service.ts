@@ -1,0 +1,219 @@
+// Files in user areas: storing uploads, resolving download tokens, listing areas (DESIGN §4).
+// Knows nothing of HTTP: routes hand it streams and present what it returns.
+import type { Readable } from 'node:stream';
+import mime from 'mime-types';
+import type { AuditLog } from '../audit/audit-log.js';
+import type { Clock } from '../clock.js';
+import type { Config } from '../config.js';
+import { type Db, isUniqueViolation } from '../db/database.js';
+import type { FileRow, LinkRow, UserRow } from '../db/schema.js';
+import { AppError, badRequest, unauthorized } from '../errors.js';
+import { type Keys, randomToken, sha256 } from '../security/keys.js';
+import type { BlobStore, StoredBlob } from '../storage/blob-store.js';
+import type { UserService } from '../users/user-service.js';
+import { type FileStore, type FileWithLink, type NewFile, PAGE_SIZE } from './file-store.js';
+import { sanitizeFileName } from './names.js';
+
+const DAY = 24 * 3600 * 1000;
+
+/** One incoming file: the name the client gave for it (if any) and its contents. */
+export interface IncomingFile {
+  filename: string | undefined;
+  stream: Readable;
+}
+
+export interface UploadRequest {
+  uploader: UserRow;
+  owner: UserRow;
+  /** query `file`: names the file when the request carries exactly one */
+  queryName: string | undefined;
+  message: string | null;
+  remote: string | null;
+}
+
+/** A file with the token of one of its links, ready to present. */
+export interface FileWithToken {
+  file: FileRow;
+  link: LinkRow;
+  token: string;
+}
+
+/** Runs inside the upload transaction after the file rows exist (recipients, notifications). */
+export type UploadHook = (trx: Db, stored: FileWithToken[], req: UploadRequest) => Promise<void>;
+
+export class FileService {
+  private readonly uploadHooks: UploadHook[] = [];
+
+  constructor(
+    private readonly db: Db,
+    readonly store: FileStore,
+    private readonly blobs: BlobStore,
+    private readonly audit: AuditLog,
+    private readonly users: UserService,
+    private readonly keys: Keys,
+    private readonly clock: Clock,
+    private readonly config: Pick<Config, 'linkDays' | 'backupDays' | 'maxFileSize'>,
+  ) {}
+
+  onUpload(hook: UploadHook): void {
+    this.uploadHooks.push(hook);
+  }
+
+  /** The area an upload goes to: the caller's, or that of `d` (an existing, enabled user). */
+  async destination(caller: UserRow, d: string | undefined): Promise<UserRow> {
+    if (d === undefined || d === '') return caller;
+    const owner = await this.users.find(d);
+    if (!owner || !owner.enabled) throw badRequest('d: no such user');
+    return owner;
+  }
+
+  /**
+   * Streams every incoming file to the blob store, then records them all in one transaction.
+   * Any failure (bad name, size limit, abort, disk full, database) removes every blob written for
+   * this request: the area is either given all the files or none.
+   */
+  async upload(req: UploadRequest, files: AsyncIterable<IncomingFile>): Promise<FileWithToken[]> {
+    const written: { filename: string | undefined; blob: StoredBlob }[] = [];
+    try {
+      for await (const f of files) {
+        // Fail fast on a bad client-side name before spending disk on it.
+        if (f.filename) sanitizeFileName(f.filename);
+        written.push({
+          filename: f.filename,
+          blob: await this.blobs.write(f.stream, { maxBytes: this.config.maxFileSize }),
+        });
+      }
+      if (written.length === 0) throw badRequest('no file in the request');
+      const names = written.map((w) => {
+        const raw = written.length === 1 ? req.queryName || w.filename : w.filename;
+        if (!raw) throw badRequest('file: no file name given');
+        return sanitizeFileName(raw);
+      });
+      return await this.commit(
+        req,
+        written.map((w) => w.blob),
+        names,
+      );
+    } catch (err) {
+      await Promise.all(written.map((w) => this.blobs.delete(w.blob.key).catch(() => {})));
+      await this.audit
+        .record({
+          event: 'upload.failed',
+          user: req.uploader.name,
+          remote: req.remote,
+          detail: err instanceof AppError ? `${err.status} ${err.detail ?? ''}`.trim() : 'internal error',
+        })
+        .catch(() => {});
+      throw err;
+    }
+  }
+
+  private async commit(req: UploadRequest, blobs: StoredBlob[], names: string[]): Promise<FileWithToken[]> {
+    const now = this.clock.now();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.db.transaction().execute(async (trx) => {
+          const out: FileWithToken[] = [];
+          for (const [i, blob] of blobs.entries()) {
+            const f: NewFile = {
+              ownerId: req.owner.id,
+              uploaderId: req.uploader.id,
+              name: names[i]!,
+              length: blob.length,
+              sha256: blob.sha256,
+              contentType: mime.lookup(names[i]!) || 'application/octet-stream',
+              blobKey: blob.key,
+              createdAt: now,
+              expiresAt: now + this.config.linkDays * DAY,
+              message: req.message,
+            };
+            const file = await this.store.insertFile(trx, f);
+            out.push({ file, ...(await this.createLink(trx, file.id, 'owner')) });
+          }
+          for (const hook of this.uploadHooks) await hook(trx, out, req);
+          for (const s of out) {
+            const detail = {
+              name: s.file.name,
+              bytes: s.file.length,
+              area: req.owner.name,
+              sha256: s.file.sha256,
+            };
+            await this.audit.record(
+              { event: 'upload', user: req.uploader.name, remote: req.remote, fileId: s.file.id, detail },
+              trx,
+            );
+          }
+          return out;
+        });
+      } catch (err) {
+        // Another upload took the same name between our read and insert: pick the next free one.
+        if (isUniqueViolation(err) && attempt < 5) continue;
+        throw err;
+      }
+    }
+  }
+
+  /** A new link to a file; the token is returned once and kept only hashed and sealed. */
+  async createLink(
+    trx: Db,
+    fileId: number,
+    kind: 'owner' | 'recipient',
+    recipient: { email?: string; mobile?: string } = {},
+  ): Promise<{ link: LinkRow; token: string }> {
+    const token = randomToken();
+    const link = await this.store.insertLink(trx, {
+      fileId,
+      tokenHash: sha256(token),
+      tokenSealed: this.keys.seal(token),
+      kind,
+      recipientEmail: recipient.email ?? null,
+      recipientMobile: recipient.mobile ?? null,
+      createdAt: this.clock.now(),
+    });
+    return { link, token };
+  }
+
+  /**
+   * The file a download token opens in the given area. Missing token → 400; unknown, revoked or
+   * in the other area → 401 (the same answer, so tokens cannot be probed).
+   */
+  async resolve(token: string | undefined, area: 'area' | 'backup'): Promise<FileWithLink> {
+    if (!token)
+      throw badRequest(area === 'area' ? 'k: download token required' : 'z: download token required');
+    if (token.length > 200) throw unauthorized('invalid download link');
+    const found = await this.store.byTokenHash(sha256(token));
+    if (!found || found.link.revoked || found.file.state !== area)
+      throw unauthorized('invalid or expired download link');
+    return found;
+  }
+
+  async list(owner: UserRow, area: 'area' | 'backup', page: number): Promise<FileWithToken[]> {
+    const rows = await this.store.listPage(owner.id, area, page);
+    return rows.map((r) => ({ ...r, token: this.keys.unseal(r.link.token_sealed) }));
+  }
+
+  get pageSize(): number {
+    return PAGE_SIZE;
+  }
+
+  /** area → backup (link validity over, or first complete download in mailbox mode). */
+  async retire(file: FileRow, reason: string): Promise<boolean> {
+    const now = this.clock.now();
+    const moved = await this.store.retire(file.id, now, now + this.config.backupDays * DAY);
+    if (moved)
+      await this.audit.record({
+        event: 'file.retired',
+        fileId: file.id,
+        detail: { name: file.name, reason },
+      });
+    return moved;
+  }
+
+  openBlob(file: FileRow, range?: { start: number; end: number }): Promise<Readable> {
+    return this.blobs.read(file.blob_key, range);
+  }
+
+  blobSize(file: FileRow): Promise<number | null> {
+    return this.blobs.size(file.blob_key);
+  }
+}

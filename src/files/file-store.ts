@@ -1,0 +1,289 @@
+// Persistence of files and their links. Every state change is a conditional UPDATE whose affected
+// row count says whether this caller won, so several instances can sweep at once.
+import { sql } from 'kysely';
+import type { Db } from '../db/database.js';
+import type { FileRow, LinkRow } from '../db/schema.js';
+import { numberedName } from './names.js';
+
+export type FileState = 'area' | 'backup' | 'purging';
+
+export interface NewFile {
+  ownerId: number;
+  uploaderId: number;
+  name: string;
+  length: number;
+  sha256: string;
+  contentType: string;
+  blobKey: string;
+  createdAt: number;
+  expiresAt: number;
+  message: string | null;
+}
+
+export interface NewLink {
+  fileId: number;
+  tokenHash: string;
+  tokenSealed: string;
+  kind: 'owner' | 'recipient';
+  recipientEmail?: string | null;
+  recipientMobile?: string | null;
+  createdAt: number;
+}
+
+export interface FileWithLink {
+  file: FileRow;
+  link: LinkRow;
+}
+
+export const PAGE_SIZE = 100;
+
+export class FileStore {
+  constructor(private readonly db: Db) {}
+
+  /**
+   * Inserts the file under the first free name of its area: "a.txt", "a (1).txt", "a (2).txt"…
+   * Must run inside a transaction; a concurrent insert of the same name surfaces as a unique
+   * violation and the caller retries the transaction.
+   */
+  async insertFile(trx: Db, f: NewFile): Promise<FileRow> {
+    const taken = new Set(
+      (
+        await trx
+          .selectFrom('files')
+          .select('name')
+          .where('owner_id', '=', f.ownerId)
+          .where('state', '=', 'area')
+          .where((eb) => {
+            // Names "stem (…" — substr/length count characters in both SQLite and PostgreSQL.
+            const prefix = `${stemOf(f.name)} (`;
+            return eb.or([
+              eb('name', '=', f.name),
+              eb(sql<string>`substr(name, 1, ${[...prefix].length})`, '=', prefix),
+            ]);
+          })
+          .execute()
+      ).map((r) => r.name),
+    );
+    let n = 0;
+    while (taken.has(numberedName(f.name, n))) n++;
+    return trx
+      .insertInto('files')
+      .values({
+        owner_id: f.ownerId,
+        uploader_id: f.uploaderId,
+        name: numberedName(f.name, n),
+        length: f.length,
+        sha256: f.sha256,
+        content_type: f.contentType,
+        blob_key: f.blobKey,
+        state: 'area',
+        created_at: f.createdAt,
+        expires_at: f.expiresAt,
+        retired_at: null,
+        purge_at: null,
+        message: f.message,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  }
+
+  insertLink(trx: Db, l: NewLink): Promise<LinkRow> {
+    return trx
+      .insertInto('links')
+      .values({
+        file_id: l.fileId,
+        token_hash: l.tokenHash,
+        token_sealed: l.tokenSealed,
+        kind: l.kind,
+        recipient_email: l.recipientEmail ?? null,
+        recipient_mobile: l.recipientMobile ?? null,
+        pin_hash: null,
+        pin_expires_at: null,
+        pin_sent_at: null,
+        pin_failures: 0,
+        locked_until: 0,
+        revoked: 0,
+        downloads: 0,
+        created_at: l.createdAt,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  }
+
+  async byTokenHash(tokenHash: string): Promise<FileWithLink | undefined> {
+    const link = await this.db
+      .selectFrom('links')
+      .selectAll()
+      .where('token_hash', '=', tokenHash)
+      .executeTakeFirst();
+    if (!link) return undefined;
+    const file = await this.db
+      .selectFrom('files')
+      .selectAll()
+      .where('id', '=', link.file_id)
+      .executeTakeFirst();
+    return file ? { file, link } : undefined;
+  }
+
+  byId(id: number): Promise<FileRow | undefined> {
+    return this.db.selectFrom('files').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  /** One page (1-based) of an area or backup area, oldest first, each with its owner link. */
+  async listPage(ownerId: number, state: 'area' | 'backup', page: number): Promise<FileWithLink[]> {
+    const rows = await this.db
+      .selectFrom('files')
+      .innerJoin('links', (j) => j.onRef('links.file_id', '=', 'files.id').on('links.kind', '=', 'owner'))
+      .selectAll('files')
+      .select([
+        'links.id as link_id',
+        'links.token_hash',
+        'links.token_sealed',
+        'links.kind',
+        'links.recipient_email',
+        'links.recipient_mobile',
+        'links.pin_hash',
+        'links.pin_expires_at',
+        'links.pin_sent_at',
+        'links.pin_failures',
+        'links.locked_until',
+        'links.revoked',
+        'links.downloads',
+        'links.created_at as link_created_at',
+      ])
+      .where('files.owner_id', '=', ownerId)
+      .where('files.state', '=', state)
+      .orderBy('files.id')
+      .limit(PAGE_SIZE)
+      .offset((page - 1) * PAGE_SIZE)
+      .execute();
+    return rows.map((r) => {
+      const {
+        link_id,
+        token_hash,
+        token_sealed,
+        kind,
+        recipient_email,
+        recipient_mobile,
+        pin_hash,
+        pin_expires_at,
+        pin_sent_at,
+        pin_failures,
+        locked_until,
+        revoked,
+        downloads,
+        link_created_at,
+        ...file
+      } = r;
+      return {
+        file,
+        link: {
+          id: link_id,
+          file_id: file.id,
+          token_hash,
+          token_sealed,
+          kind,
+          recipient_email,
+          recipient_mobile,
+          pin_hash,
+          pin_expires_at,
+          pin_sent_at,
+          pin_failures,
+          locked_until,
+          revoked,
+          downloads,
+          created_at: link_created_at,
+        },
+      };
+    });
+  }
+
+  /** area → backup; false when another caller already moved it. */
+  async retire(fileId: number, now: number, purgeAt: number): Promise<boolean> {
+    const res = await this.db
+      .updateTable('files')
+      .set({ state: 'backup', retired_at: now, purge_at: purgeAt })
+      .where('id', '=', fileId)
+      .where('state', '=', 'area')
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) === 1;
+  }
+
+  idsDueForRetirement(now: number, limit: number): Promise<number[]> {
+    return this.db
+      .selectFrom('files')
+      .select('id')
+      .where('state', '=', 'area')
+      .where('expires_at', '<=', now)
+      .orderBy('expires_at')
+      .limit(limit)
+      .execute()
+      .then((rows) => rows.map((r) => r.id));
+  }
+
+  /**
+   * Backup files whose time is up, plus 'purging' ones a crashed sweeper left behind
+   * (their purge_at is the claim time, so they are picked up again after `staleMs`).
+   */
+  dueForPurge(now: number, staleMs: number, limit: number): Promise<FileRow[]> {
+    return this.db
+      .selectFrom('files')
+      .selectAll()
+      .where((eb) =>
+        eb.or([
+          eb.and([eb('state', '=', 'backup'), eb('purge_at', '<=', now)]),
+          eb.and([eb('state', '=', 'purging'), eb('purge_at', '<=', now - staleMs)]),
+        ]),
+      )
+      .orderBy('purge_at')
+      .limit(limit)
+      .execute();
+  }
+
+  /** Claims a file for purging; only one caller gets true. */
+  async claimPurge(file: FileRow, now: number): Promise<boolean> {
+    const res = await this.db
+      .updateTable('files')
+      .set({ state: 'purging', purge_at: now })
+      .where('id', '=', file.id)
+      .where('state', '=', file.state)
+      .where('purge_at', '=', file.purge_at)
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) === 1;
+  }
+
+  async deleteFile(fileId: number): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      await trx.deleteFrom('links').where('file_id', '=', fileId).execute();
+      await trx.deleteFrom('files').where('id', '=', fileId).execute();
+    });
+  }
+
+  /** Files whose owner account was removed go to backup with an immediate purge. */
+  async orphansToPurge(now: number): Promise<number> {
+    const res = await this.db
+      .updateTable('files')
+      .set({ state: 'backup', retired_at: now, purge_at: now })
+      .where('state', '=', 'area')
+      .where((eb) =>
+        eb.not(
+          eb.exists(eb.selectFrom('users').select('users.id').whereRef('users.id', '=', 'files.owner_id')),
+        ),
+      )
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows);
+  }
+
+  async countDownload(linkId: number): Promise<void> {
+    await this.db
+      .updateTable('links')
+      .set((eb) => ({ downloads: eb('downloads', '+', 1) }))
+      .where('id', '=', linkId)
+      .execute();
+  }
+}
+
+function stemOf(name: string): string {
+  const dot = name.lastIndexOf('.');
+  return dot > 0 ? name.slice(0, dot) : name;
+}

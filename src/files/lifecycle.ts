@@ -1,0 +1,48 @@
+// The sweeper: retires files whose link validity ended (area → backup) and purges backup files
+// whose time is up (contents, then row). Every step is a conditional claim, so any number of
+// instances can run it at once without double work; a crash mid-purge is picked up again later.
+import type { AuditLog } from '../audit/audit-log.js';
+import type { Clock } from '../clock.js';
+import type { Logger } from '../logger.js';
+import type { BlobStore } from '../storage/blob-store.js';
+import type { BackgroundJob } from '../worker.js';
+import type { FileService } from './file-service.js';
+import type { FileStore } from './file-store.js';
+
+const BATCH = 500;
+/** A 'purging' claim older than this belongs to a crashed sweeper. */
+const STALE_CLAIM_MS = 10 * 60 * 1000;
+
+export class FileSweeper implements BackgroundJob {
+  readonly name = 'file-sweeper';
+
+  constructor(
+    private readonly files: FileService,
+    private readonly store: FileStore,
+    private readonly blobs: BlobStore,
+    private readonly audit: AuditLog,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    readonly intervalMs: number,
+  ) {}
+
+  async run(): Promise<void> {
+    const now = this.clock.now();
+    await this.store.orphansToPurge(now);
+    let retired = 0;
+    for (const id of await this.store.idsDueForRetirement(now, BATCH)) {
+      const file = await this.store.byId(id);
+      if (file && (await this.files.retire(file, 'link expired'))) retired++;
+    }
+    let purged = 0;
+    for (const file of await this.store.dueForPurge(now, STALE_CLAIM_MS, BATCH)) {
+      if (!(await this.store.claimPurge(file, now))) continue;
+      // Contents first: a crash after this leaves a 'purging' row that a later pass finishes.
+      await this.blobs.delete(file.blob_key);
+      await this.store.deleteFile(file.id);
+      await this.audit.record({ event: 'file.purged', fileId: file.id, detail: { name: file.name } });
+      purged++;
+    }
+    if (retired || purged) this.log.info({ retired, purged }, 'file sweep');
+  }
+}

@@ -1,0 +1,30 @@
+// File names as users send them, made safe to store and to offer back in Content-Disposition
+// (DESIGN §4): no path parts, no control characters, at most 255 UTF-8 bytes.
+import { badRequest } from '../errors.js';
+
+// C0/C1 controls, DEL, and Unicode bidi overrides (which can disguise an extension).
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
+
+export function sanitizeFileName(raw: string): string {
+  const name = raw.normalize('NFC').trim();
+  if (CONTROL.test(name)) throw badRequest('file name contains control characters');
+  const segments = name.split(/[/\\]/);
+  if (segments.some((s) => s === '..')) throw badRequest('file name must not contain path parts');
+  // Clients such as old browsers send "C:\\dir\\file.txt": keep only the last part.
+  const base = segments[segments.length - 1]!.trim();
+  if (base === '' || base === '.' || base === '..') throw badRequest('file name is empty or invalid');
+  if (Buffer.byteLength(base, 'utf8') > 255) throw badRequest('file name longer than 255 bytes');
+  return base;
+}
+
+/** "report.pdf", 2 → "report (2).pdf"; a name without extension gets the suffix at the end. */
+export function numberedName(name: string, n: number): string {
+  if (n === 0) return name;
+  const dot = name.lastIndexOf('.');
+  const [stem, ext] = dot > 0 ? [name.slice(0, dot), name.slice(dot)] : [name, ''];
+  const tail = ` (${n})${ext}`;
+  // Stay within 255 bytes by shortening the stem, a whole character at a time.
+  const chars = [...stem];
+  while (chars.length > 1 && Buffer.byteLength(chars.join('') + tail, 'utf8') > 255) chars.pop();
+  return chars.join('') + tail;
+}

@@ -1,0 +1,18 @@
+// The File entry of interface §2.3 (plus `sha256` and `expires`, DESIGN §4), in one place.
+import type { FileWithToken } from './file-service.js';
+
+export function fileEntry(baseUrl: string, lang: string, f: FileWithToken) {
+  const backup = f.file.state === 'backup';
+  const linkURL = backup
+    ? `${baseUrl}/download/file/backup?lang=${lang}&z=${f.token}`
+    : `${baseUrl}/download/file?lang=${lang}&k=${f.token}`;
+  return {
+    id: f.file.id,
+    name: f.file.name,
+    length: f.file.length,
+    modified: f.file.created_at,
+    linkURL,
+    sha256: f.file.sha256,
+    expires: backup ? f.file.purge_at : f.file.expires_at,
+  };
+}

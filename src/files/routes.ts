@@ -1,0 +1,145 @@
+// Upload, download, backup download and area lists (interface §4.2–4.4, DESIGN §4).
+import multipart from '@fastify/multipart';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { badRequest } from '../errors.js';
+import { currentUser, requireUser } from '../http/auth-hooks.js';
+import { successEnvelope } from '../http/presenters.js';
+import { sendStoredFile } from './download-response.js';
+import type { IncomingFile } from './file-service.js';
+import type { FileWithLink } from './file-store.js';
+import { fileEntry } from './presenter.js';
+
+const UploadQuery = Type.Object({
+  file: Type.Optional(Type.String({ maxLength: 1024 })),
+  d: Type.Optional(Type.String({ maxLength: 64 })),
+  c: Type.Optional(Type.String({ maxLength: 2000 })),
+  m: Type.Optional(Type.String({ maxLength: 5000 })),
+  i: Type.Optional(Type.String({ maxLength: 1000 })),
+});
+
+const DownloadQuery = Type.Object({
+  k: Type.Optional(Type.String({ maxLength: 512 })),
+  lang: Type.Optional(Type.String({ maxLength: 8 })),
+  p: Type.Optional(Type.String({ maxLength: 32 })),
+});
+
+const BackupQuery = Type.Object({
+  z: Type.Optional(Type.String({ maxLength: 512 })),
+  lang: Type.Optional(Type.String({ maxLength: 8 })),
+});
+
+const ListQuery = Type.Object({
+  page: Type.String({ pattern: '^[1-9][0-9]{0,8}$' }),
+});
+
+export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { files, audit, config } = app.services;
+
+  await app.register(multipart, {
+    limits: {
+      fileSize: config.maxFileSize,
+      files: 100,
+      parts: 200,
+      fields: 50,
+      fieldSize: 64 * 1024,
+      headerPairs: 100,
+    },
+  });
+  // A raw body (DESIGN §4 ext) is handed over as the request stream itself, never buffered.
+  app.addContentTypeParser('application/octet-stream', (_request, payload, done) => done(null, payload));
+
+  async function* incoming(request: FastifyRequest): AsyncGenerator<IncomingFile> {
+    if (request.isMultipart()) {
+      for await (const part of request.parts()) {
+        if (part.type === 'file') yield { filename: part.filename || undefined, stream: part.file };
+      }
+      return;
+    }
+    const type = request.headers['content-type'] ?? '';
+    if (!type.toLowerCase().startsWith('application/octet-stream')) {
+      throw badRequest('body must be multipart/form-data or application/octet-stream');
+    }
+    yield { filename: undefined, stream: request.body as IncomingFile['stream'] };
+  }
+
+  app.post(
+    '/upload',
+    { schema: { querystring: UploadQuery }, preHandler: requireUser, bodyLimit: config.maxFileSize },
+    async (request) => {
+      const uploader = currentUser(request);
+      const q = request.query;
+      // Everything about the request is checked before a byte of the body is read.
+      const owner = await files.destination(uploader, q.d);
+      const type = request.headers['content-type'];
+      if (!type) throw badRequest('Content-Type (or Content_type) multipart/form-data required');
+      const stored = await files.upload(
+        { uploader, owner, queryName: q.file, message: q.i ?? null, remote: request.ip },
+        incoming(request),
+      );
+      return successEnvelope('handlerDownloadList', uploader.name, {
+        files: stored.map((s) => fileEntry(config.baseUrl, uploader.lang, s)),
+      });
+    },
+  );
+
+  async function serve(request: FastifyRequest, reply: FastifyReply, found: FileWithLink) {
+    const { file, link } = found;
+    const outcome = await sendStoredFile(request, reply, file, {
+      open: (range) => files.openBlob(file, range),
+      size: () => files.blobSize(file),
+      corrupt: (reason) =>
+        audit.record({
+          event: 'file.corrupt',
+          fileId: file.id,
+          remote: request.ip,
+          detail: { name: file.name, reason },
+        }),
+    });
+    if (request.method === 'HEAD' || reply.statusCode === 304) return;
+    await audit.record({
+      event: 'download',
+      user: link.recipient_email ?? link.recipient_mobile ?? null,
+      remote: request.ip,
+      fileId: file.id,
+      detail: {
+        link: link.id,
+        kind: link.kind,
+        bytes: outcome.bytes,
+        complete: outcome.complete,
+        ...(outcome.range ? { range: `${outcome.range.start}-${outcome.range.end}` } : {}),
+      },
+    });
+    if (outcome.complete) {
+      await files.store.countDownload(link.id);
+      if (config.retireOnDownload && file.state === 'area') await files.retire(file, 'downloaded');
+    }
+  }
+
+  app.get('/download/file', { schema: { querystring: DownloadQuery } }, async (request, reply) => {
+    const found = await files.resolve(request.query.k, 'area');
+    await serve(request, reply, found);
+    return reply;
+  });
+
+  app.get('/download/file/backup', { schema: { querystring: BackupQuery } }, async (request, reply) => {
+    const found = await files.resolve(request.query.z, 'backup');
+    await serve(request, reply, found);
+    return reply;
+  });
+
+  for (const [path, area] of [
+    ['/download/list', 'area'],
+    ['/download/list/backup', 'backup'],
+  ] as const) {
+    app.get(path, { schema: { querystring: ListQuery }, preHandler: requireUser }, async (request) => {
+      const user = currentUser(request);
+      const page = Number(request.query.page);
+      const rows = await files.list(user, area, page);
+      return successEnvelope('handlerDownloadList', user.name, {
+        files: rows.map((r) => fileEntry(config.baseUrl, user.lang, r)),
+      });
+    });
+  }
+};

@@ -1,0 +1,140 @@
+// Blob store in a local directory: <dir>/blobs/ab/<key>, partial writes in <dir>/tmp.
+// A write goes to a temp file, is fsynced, then renamed into place and its directory fsynced, so a
+// blob either exists whole or not at all.
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import path from 'node:path';
+import { type Readable, Transform, type TransformCallback } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { AppError } from '../errors.js';
+import type { BlobStore, ByteRange, StoredBlob } from './blob-store.js';
+
+/** Counts and hashes bytes in passing; errors with 413 past the limit. */
+export class MeteredHash extends Transform {
+  bytes = 0;
+  private readonly hash = createHash('sha256');
+  constructor(private readonly maxBytes: number) {
+    super();
+  }
+  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    this.bytes += chunk.length;
+    if (this.bytes > this.maxBytes) {
+      cb(new AppError(413, `file larger than the limit of ${this.maxBytes} bytes`));
+      return;
+    }
+    this.hash.update(chunk);
+    cb(null, chunk);
+  }
+  digest(): string {
+    return this.hash.digest('hex');
+  }
+}
+
+const HOST = hostname().replace(/[^A-Za-z0-9-]/g, '_');
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function fsyncPath(p: string, flags = 'r'): Promise<void> {
+  const fh = await open(p, flags);
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+export class LocalBlobStore implements BlobStore {
+  private readonly blobDir: string;
+  private readonly tmpDir: string;
+
+  constructor(root: string) {
+    this.blobDir = path.join(root, 'blobs');
+    this.tmpDir = path.join(root, 'tmp');
+  }
+
+  private pathOf(key: string): string {
+    if (!/^[A-Za-z0-9_-]{16,64}$/.test(key)) throw new Error(`invalid blob key ${key}`);
+    return path.join(this.blobDir, key.slice(0, 2), key);
+  }
+
+  async write(source: Readable, opts: { maxBytes: number }): Promise<StoredBlob> {
+    const key = randomBytes(18).toString('base64url');
+    // host.pid in the name lets recover() tell a crashed writer's file from a live one's.
+    const tmp = path.join(this.tmpDir, `${HOST}.${process.pid}.${key}.part`);
+    const meter = new MeteredHash(opts.maxBytes);
+    const fh = await open(tmp, 'wx', 0o600);
+    try {
+      await pipeline(
+        source,
+        meter,
+        createWriteStream('', { fd: fh, highWaterMark: 1 << 20, autoClose: false }),
+      );
+      await fh.sync();
+      await fh.close();
+      const final = this.pathOf(key);
+      await mkdir(path.dirname(final), { recursive: true, mode: 0o700 });
+      await rename(tmp, final);
+      await fsyncPath(path.dirname(final));
+      return { key, length: meter.bytes, sha256: meter.digest() };
+    } catch (err) {
+      await fh.close().catch(() => {});
+      await unlink(tmp).catch(() => {});
+      // Make sure the source is drained/destroyed so the socket is not left half-read.
+      if (!source.destroyed) source.destroy();
+      throw err;
+    }
+  }
+
+  async read(key: string, range?: ByteRange): Promise<Readable> {
+    const file = this.pathOf(key);
+    const fh = await open(file, 'r');
+    return createReadStream('', { fd: fh, start: range?.start, end: range?.end, highWaterMark: 1 << 20 });
+  }
+
+  async size(key: string): Promise<number | null> {
+    try {
+      return (await stat(this.pathOf(key))).size;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw err;
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    await unlink(this.pathOf(key)).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw err;
+    });
+  }
+
+  async recover(): Promise<number> {
+    await mkdir(this.blobDir, { recursive: true, mode: 0o700 });
+    await mkdir(this.tmpDir, { recursive: true, mode: 0o700 });
+    let removed = 0;
+    const dayAgo = Date.now() - 24 * 3600 * 1000;
+    for (const name of await readdir(this.tmpDir)) {
+      const file = path.join(this.tmpDir, name);
+      const m = /^(.+)\.(\d+)\.[A-Za-z0-9_-]+\.part$/.exec(name);
+      if (m && m[1] === HOST) {
+        // Ours or a live sibling process's: still being written.
+        const pid = Number(m[2]);
+        if (pid === process.pid || isAlive(pid)) continue;
+      } else if (m) {
+        // Another host sharing the directory: only files untouched for a day are surely orphans.
+        const st = await stat(file).catch(() => null);
+        if (!st || st.mtimeMs > dayAgo) continue;
+      }
+      await unlink(file).catch(() => {});
+      removed++;
+    }
+    return removed;
+  }
+}
