@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import type { UserRow } from '../src/db/schema.js';
 import { basic, call, startTestServer, type TestServer } from './helpers/server.js';
 
 // dist/test/cli.test.js → the repository root.
@@ -71,8 +72,10 @@ describe('remessa CLI', () => {
     return JSON.parse(r.stdout) as Record<string, unknown>[];
   }
 
-  async function userNamed(name: string): Promise<Record<string, unknown> | undefined> {
-    return (await listUsers()).find((u) => u['name'] === name);
+  /** The stored row, read by the running server from the data dir the CLI writes to. */
+  async function userNamed(name: string): Promise<UserRow | undefined> {
+    const row = await t.server.services.users.find(name);
+    return row?.name === name ? row : undefined;
   }
 
   async function addUser(name: string, password: string, ...extra: string[]): Promise<void> {
@@ -158,13 +161,13 @@ describe('remessa CLI', () => {
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.stdout, 'updated user setme\n');
     const u = await userNamed('setme');
-    assert.equal(u?.['email'], 'new@example.com');
-    assert.equal(u?.['mobile'], '+5511987654321');
-    assert.equal(u?.['lang'], 'en');
+    assert.equal(u?.email, 'new@example.com');
+    assert.equal(u?.mobile, '+5511987654321');
+    assert.equal(u?.lang, 'en');
 
     const cleared = await remessa(['user', 'set', 'SETME', '--mobile', '']);
     assert.equal(cleared.code, 0, cleared.stderr);
-    assert.equal((await userNamed('setme'))?.['mobile'], null);
+    assert.equal((await userNamed('setme'))?.mobile, null);
   });
 
   const badSets: [string, string[], RegExp][] = [
@@ -225,7 +228,7 @@ describe('remessa CLI', () => {
     const off = await remessa(['user', 'disable', 'dis']);
     assert.equal(off.code, 0, off.stderr);
     assert.equal(off.stdout, 'disabled user dis\n');
-    assert.equal((await userNamed('dis'))?.['enabled'], false);
+    assert.equal((await userNamed('dis'))?.enabled, 0);
     const refused = await token('dis', 'dis-password');
     assert.equal(refused.status, 401);
     assert.deepEqual(refused.body, { error: 401, error_description: 'Unauthorized', error_uri: t.base });
@@ -257,9 +260,10 @@ describe('remessa CLI', () => {
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.stdout, 'created user newbie (first access: no password yet)\n');
     const u = await userNamed('newbie');
-    assert.equal(u?.['firstAccess'], true);
-    assert.equal(u?.['lang'], 'es');
-    assert.equal(u?.['enabled'], true);
+    assert.equal(u?.first_access, 1);
+    assert.equal(u?.password_hash, null);
+    assert.equal(u?.lang, 'es');
+    assert.equal(u?.enabled, 1);
     for (const pw of ['', 'anything-at-all']) {
       const login = await call(`${t.base}/auth/login`, {
         method: 'POST',
