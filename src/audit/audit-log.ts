@@ -79,7 +79,8 @@ export class AuditLog {
 
   query(filter: AuditFilter = {}): Promise<AuditRow[]> {
     let q = this.db.selectFrom('audit').selectAll();
-    if (filter.user) q = q.where('user_name', '=', filter.user);
+    // User names match case-insensitively everywhere (DESIGN §3), so `--user user1` finds USER1.
+    if (filter.user) q = q.where((eb) => eb.fn('lower', ['user_name']), '=', filter.user.toLowerCase());
     if (filter.event) {
       // "login" matches login and login.failed; "login." only the sub-events.
       q = q.where((eb) => eb.or([eb('event', '=', filter.event!), eb('event', 'like', `${filter.event}.%`)]));

@@ -14,7 +14,7 @@ function zoneAbbreviation(date: Date, offsetMinutes: number): string {
   const part = new Intl.DateTimeFormat('en-US', { timeZoneName: 'short' })
     .formatToParts(date)
     .find((p) => p.type === 'timeZoneName')?.value;
-  if (part && /^[A-Z]{2,5}$/.test(part) && part !== 'GMT') return part;
+  if (part && /^[A-Z]{2,5}$/.test(part)) return part;
   if (offsetMinutes === 0) return 'UTC';
   const sign = offsetMinutes < 0 ? '-' : '+';
   return offsetMinutes % 60 === 0 ? `${sign}${pad(offsetMinutes / 60)}` : numericOffset(offsetMinutes);
