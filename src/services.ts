@@ -1,11 +1,15 @@
 // Composition root: builds every domain service from the config. The CLI and the server share it.
 import { AuditLog } from './audit/audit-log.js';
 import { AuthService } from './auth/auth-service.js';
+import { RecoveryService } from './auth/recovery-service.js';
 import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
 import { type Db, openDatabase } from './db/database.js';
 import type { Dialect } from './db/migrations.js';
 import type { Logger } from './logger.js';
+import { NotificationService } from './notify/notification-service.js';
+import { Templates } from './notify/templates.js';
+import { transportsFrom } from './notify/transports.js';
 import { Keys, loadOrCreateSecret } from './security/keys.js';
 import { UserService } from './users/user-service.js';
 import { UserStore } from './users/user-store.js';
@@ -21,6 +25,10 @@ export interface Services {
   audit: AuditLog;
   users: UserService;
   auth: AuthService;
+  /** Persistent outbox: e-mail and SMS with retries (DESIGN §5). */
+  notify: NotificationService;
+  /** Password recovery and first access (DESIGN §6). */
+  recovery: RecoveryService;
   /** Jobs `remessa serve` runs in the background (each domain adds its own). */
   jobs: BackgroundJob[];
   close(): Promise<void>;
@@ -48,8 +56,28 @@ export async function createServices(
     passwordMinLength: config.passwordMinLength,
   });
   const auth = new AuthService(db, userStore, audit, keys, clock, config);
+  const notify = new NotificationService(
+    db,
+    keys,
+    clock,
+    audit,
+    log,
+    new Templates(config.templatesDir),
+    transportsFrom(config),
+    {
+      retrySeconds: config.notifyRetrySeconds,
+      maxAttempts: config.notifyMaxAttempts,
+      autoKick: opts.startWorkers !== false,
+    },
+  );
+  const recovery = new RecoveryService(db, users, audit, keys, clock, notify, {
+    baseUrl: config.baseUrl,
+    defaultLang: config.lang,
+    pinSeconds: config.pinSeconds,
+  });
   const jobs: BackgroundJob[] = [
     { name: 'prune-revoked-tokens', intervalMs: 60 * 60 * 1000, run: () => auth.pruneRevoked() },
+    notify.job(),
   ];
   return {
     config,
@@ -61,7 +89,12 @@ export async function createServices(
     audit,
     users,
     auth,
+    notify,
+    recovery,
     jobs,
-    close: () => database.close(),
+    async close() {
+      await notify.stop();
+      await database.close();
+    },
   };
 }

@@ -10,6 +10,7 @@ import Fastify, {
   type FastifyRequest,
   LogController,
 } from 'fastify';
+import { recoveryRoutes } from '../auth/recovery-routes.js';
 import { authRoutes } from '../auth/routes.js';
 import { AppError, type ErrorStatus, STATUS_TEXT } from '../errors.js';
 import { redactUrl } from '../logger.js';
@@ -152,6 +153,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(
     async (api) => {
       await api.register(authRoutes);
+      await api.register(recoveryRoutes);
     },
     { prefix: config.apiPath },
   );
