@@ -16,7 +16,7 @@ const ChangeFields = Type.Object({
 const UserQuery = Type.Object({ u: Type.Optional(Type.String({ maxLength: 256 })) });
 
 // Anonymous endpoints that send mail or check PINs: limited per client address as well.
-const limit = { rateLimit: { max: 30, timeWindow: '1 minute' } };
+const limit = { rateLimit: { max: 60, timeWindow: '1 minute' } };
 
 export const recoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { recovery } = app.services;
