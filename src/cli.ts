@@ -212,6 +212,66 @@ program
     },
   );
 
+const outbox = program
+  .command('outbox')
+  .description('notifications waiting, sent, failed or only logged (no SMTP / SMS configured)');
+
+outbox
+  .command('list')
+  .option('--status <status>', 'pending, sent, failed or logged')
+  .addOption(
+    new Option('--limit <n>', 'newest N messages').default('100').argParser((v) => Number.parseInt(v, 10)),
+  )
+  .option('--json', 'one JSON object per line')
+  .description('list outbox messages, oldest first (no message text: see `outbox show`)')
+  .action(async (o: { status?: string; limit: number; json?: boolean }) => {
+    await withServices(async (s) => {
+      const rows = await s.notify.list({ status: o.status, limit: o.limit });
+      if (!o.json && rows.length === 0) return console.log('outbox is empty');
+      for (const r of rows) {
+        if (o.json) console.log(JSON.stringify(r));
+        else {
+          const parts = [
+            String(r.id).padStart(5),
+            new Date(r.createdAt).toISOString(),
+            r.status.padEnd(7),
+            r.channel.padEnd(5),
+            r.kind.padEnd(21),
+            r.recipient,
+            `attempts=${r.attempts}`,
+          ];
+          if (r.userName) parts.push(`user=${r.userName}`);
+          if (r.fileId !== null) parts.push(`file=${r.fileId}`);
+          if (r.lastError) parts.push(`error=${r.lastError}`);
+          console.log(parts.join('  '));
+        }
+      }
+    });
+  });
+
+outbox
+  .command('show')
+  .argument('<id>')
+  .option('--json', 'machine-readable output')
+  .description('print one message in full, PIN and link included (for a machine without SMTP/SMS)')
+  .action(async (id: string, o: { json?: boolean }) => {
+    if (!/^\d+$/.test(id)) throw new AppError(400, `not a message id: "${id}"`);
+    await withServices(async (s) => {
+      const m = await s.notify.show(Number(id));
+      if (!m) throw new AppError(404, `no outbox message ${id}`);
+      if (o.json) return console.log(JSON.stringify(m, null, 2));
+      console.log(`Message:  ${m.id} (${m.status}, ${m.attempts} attempt(s))`);
+      console.log(`Channel:  ${m.channel}`);
+      console.log(`To:       ${m.recipient}`);
+      console.log(`Kind:     ${m.kind} (${m.lang})`);
+      console.log(`Created:  ${new Date(m.createdAt).toISOString()}`);
+      if (m.lastError) console.log(`Error:    ${m.lastError}`);
+      if (m.subject) console.log(`Subject:  ${m.subject}`);
+      console.log('');
+      console.log(m.text);
+    });
+  });
+
 program.parseAsync(process.argv).catch((err: unknown) => {
   if (err instanceof ConfigError) {
     console.error(`remessa: configuration error: ${err.message}`);

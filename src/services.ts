@@ -1,6 +1,7 @@
 // Composition root: builds every domain service from the config. The CLI and the server share it.
 import { AuditLog } from './audit/audit-log.js';
 import { AuthService } from './auth/auth-service.js';
+import { RecoveryService } from './auth/recovery-service.js';
 import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
 import { type Db, openDatabase } from './db/database.js';
@@ -9,6 +10,9 @@ import { FileService } from './files/file-service.js';
 import { FileStore } from './files/file-store.js';
 import { FileSweeper } from './files/lifecycle.js';
 import type { Logger } from './logger.js';
+import { NotificationService } from './notify/notification-service.js';
+import { Templates } from './notify/templates.js';
+import { transportsFrom } from './notify/transports.js';
 import { Keys, loadOrCreateSecret } from './security/keys.js';
 import type { BlobStore } from './storage/blob-store.js';
 import { LocalBlobStore } from './storage/local-blob-store.js';
@@ -28,6 +32,10 @@ export interface Services {
   auth: AuthService;
   blobs: BlobStore;
   files: FileService;
+  /** Persistent outbox: e-mail and SMS with retries (DESIGN §5). */
+  notify: NotificationService;
+  /** Password recovery and first access (DESIGN §6). */
+  recovery: RecoveryService;
   /** Jobs `remessa serve` runs in the background (each domain adds its own). */
   jobs: BackgroundJob[];
   close(): Promise<void>;
@@ -62,9 +70,29 @@ export async function createServices(
   if (orphans > 0) log.warn({ orphans }, 'removed partial uploads left by a crash');
   const fileStore = new FileStore(db);
   const files = new FileService(db, fileStore, blobs, audit, users, keys, clock, config);
+  const notify = new NotificationService(
+    db,
+    keys,
+    clock,
+    audit,
+    log,
+    new Templates(config.templatesDir),
+    transportsFrom(config),
+    {
+      retrySeconds: config.notifyRetrySeconds,
+      maxAttempts: config.notifyMaxAttempts,
+      autoKick: opts.startWorkers !== false,
+    },
+  );
+  const recovery = new RecoveryService(db, users, audit, keys, clock, notify, {
+    baseUrl: config.baseUrl,
+    defaultLang: config.lang,
+    pinSeconds: config.pinSeconds,
+  });
   const jobs: BackgroundJob[] = [
     { name: 'prune-revoked-tokens', intervalMs: 60 * 60 * 1000, run: () => auth.pruneRevoked() },
     new FileSweeper(files, fileStore, blobs, audit, clock, log, config.sweepSeconds * 1000),
+    notify.job(),
   ];
   return {
     config,
@@ -78,7 +106,12 @@ export async function createServices(
     auth,
     blobs,
     files,
+    notify,
+    recovery,
     jobs,
-    close: () => database.close(),
+    async close() {
+      await notify.stop();
+      await database.close();
+    },
   };
 }

@@ -153,7 +153,21 @@ const initial = (dialect: Dialect): Migration => ({
   },
 });
 
-const migrations = (dialect: Dialect): Record<string, Migration> => ({ '0001_initial': initial(dialect) });
+// Password recovery looks up a user's open change links (rate limit, revoke on change).
+const changeTokensByUser: Migration = {
+  async up(db: AnyDb) {
+    await db.schema
+      .createIndex('change_tokens_user')
+      .on('change_tokens')
+      .columns(['user_id', 'created_at'])
+      .execute();
+  },
+};
+
+const migrations = (dialect: Dialect): Record<string, Migration> => ({
+  '0001_initial': initial(dialect),
+  '0002_change_tokens_user': changeTokensByUser,
+});
 
 class StaticProvider implements MigrationProvider {
   constructor(private readonly dialect: Dialect) {}

@@ -10,6 +10,7 @@ import Fastify, {
   type FastifyRequest,
   LogController,
 } from 'fastify';
+import { recoveryRoutes } from '../auth/recovery-routes.js';
 import { authRoutes } from '../auth/routes.js';
 import { AppError, type ErrorStatus, STATUS_TEXT } from '../errors.js';
 import { fileRoutes } from '../files/routes.js';
@@ -153,6 +154,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(
     async (api) => {
       await api.register(authRoutes);
+      await api.register(recoveryRoutes);
       await api.register(fileRoutes);
     },
     { prefix: config.apiPath },

@@ -1,0 +1,314 @@
+// Password recovery and first access (DESIGN §6). A change token (256 random bits, stored as its
+// SHA-256) is the key of the link; a 6-digit PIN e-mailed to the user (stored as an HMAC) proves
+// the mailbox. Knows nothing of HTTP.
+import type { AuditLog } from '../audit/audit-log.js';
+import type { Clock } from '../clock.js';
+import type { Lang } from '../config.js';
+import type { Db } from '../db/database.js';
+import type { ChangeTokenRow, UserRow } from '../db/schema.js';
+import { AppError, badRequest, forbidden, unauthorized } from '../errors.js';
+import type { NotificationService } from '../notify/notification-service.js';
+import { formatDuration } from '../notify/templates.js';
+import { type Keys, randomPin, randomToken, safeEqual, sha256 } from '../security/keys.js';
+import type { UserService } from '../users/user-service.js';
+import { isLang } from '../validation.js';
+
+export type ChangePurpose = 'forget' | 'firstaccess';
+
+export interface RecoveryOptions {
+  baseUrl: string;
+  defaultLang: Lang;
+  pinSeconds: number;
+  /** Lifetime of a change link (DESIGN §6: 30 minutes). */
+  linkSeconds?: number;
+  /** Wrong PINs before the link dies. */
+  maxPinFailures?: number;
+  /** Minimum gap between two PIN e-mails for one link, and between two links for one user. */
+  resendSeconds?: number;
+}
+
+export interface ChangeInput {
+  k?: string;
+  p?: string;
+  z?: string;
+}
+
+export interface LinkResult {
+  user: UserRow;
+  linkURL: string;
+}
+
+export class RecoveryService {
+  private readonly linkMs: number;
+  private readonly maxFailures: number;
+  private readonly resendMs: number;
+
+  constructor(
+    private readonly db: Db,
+    private readonly users: UserService,
+    private readonly audit: AuditLog,
+    private readonly keys: Keys,
+    private readonly clock: Clock,
+    private readonly notify: NotificationService,
+    private readonly opts: RecoveryOptions,
+  ) {
+    this.linkMs = (opts.linkSeconds ?? 30 * 60) * 1000;
+    this.maxFailures = opts.maxPinFailures ?? 5;
+    this.resendMs = (opts.resendSeconds ?? 60) * 1000;
+  }
+
+  private langOf(user: UserRow): Lang {
+    return isLang(user.lang) ? user.lang : this.opts.defaultLang;
+  }
+
+  private linkFor(user: UserRow, token: string): string {
+    return `${this.opts.baseUrl}/auth/change?lang=${this.langOf(user)}&k=${token}`;
+  }
+
+  private async failed(user: string | null, remote: string | null, detail: string): Promise<void> {
+    await this.audit.record({ event: 'password.change_failed', user, remote, detail });
+  }
+
+  /**
+   * forgetParameters / firstaccess: issues a change link and e-mails its PIN.
+   * Unknown user → 401; disabled, no e-mail, or (first access) not in first-access state → 403;
+   * a second link for the same user within a minute → 429.
+   */
+  async issueLink(name: string, purpose: ChangePurpose, remote: string | null): Promise<LinkResult> {
+    const user = await this.users.find(name);
+    if (!user) {
+      await this.failed(name.slice(0, 64), remote, `${purpose}: unknown user`);
+      throw unauthorized();
+    }
+    const refuse = !user.enabled
+      ? 'account disabled'
+      : !user.email
+        ? 'no e-mail address on record'
+        : purpose === 'firstaccess' && !user.first_access
+          ? 'account is not in first-access state'
+          : null;
+    if (refuse) {
+      await this.failed(user.name, remote, `${purpose}: ${refuse}`);
+      throw forbidden(refuse === 'account disabled' ? undefined : refuse);
+    }
+    const now = this.clock.now();
+    const recent = await this.db
+      .selectFrom('change_tokens')
+      .select('created_at')
+      .where('user_id', '=', user.id)
+      .where('created_at', '>', now - this.resendMs)
+      .orderBy('created_at', 'desc')
+      .executeTakeFirst();
+    if (recent) throw this.tooSoon(recent.created_at, now);
+
+    const token = randomToken();
+    const linkURL = this.linkFor(user, token);
+    const pin = randomPin();
+    await this.db.transaction().execute(async (trx) => {
+      const row = await trx
+        .insertInto('change_tokens')
+        .values({
+          user_id: user.id,
+          token_hash: sha256(token),
+          purpose,
+          pin_hash: this.keys.hmac(pin),
+          pin_expires_at: now + this.opts.pinSeconds * 1000,
+          pin_sent_at: now,
+          pin_failures: 0,
+          expires_at: now + this.linkMs,
+          used_at: null,
+          created_at: now,
+        })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      await this.enqueuePin(trx, user, purpose, pin, linkURL);
+      await this.audit.record(
+        { event: 'password.link_issued', user: user.name, remote, detail: { purpose, link: row.id } },
+        trx,
+      );
+      await this.audit.record(
+        { event: 'pin.sent', user: user.name, remote, detail: { purpose, link: row.id, to: user.email } },
+        trx,
+      );
+    });
+    this.notify.kick();
+    return { user, linkURL };
+  }
+
+  /**
+   * changeParameters. k alone: e-mails a fresh PIN. k, p and z: checks the PIN, sets the password,
+   * consumes the link and revokes older bearer tokens. Errors: no k, or p without z, or z failing
+   * the policy → 400; unknown, expired, used or dead k → 401; wrong or expired PIN → 403;
+   * a PIN asked again within a minute → 429.
+   */
+  async change(input: ChangeInput, remote: string | null): Promise<LinkResult> {
+    const { k, p, z } = input;
+    if (!k) throw badRequest('k (change token) is required');
+    const now = this.clock.now();
+    const row = await this.db
+      .selectFrom('change_tokens')
+      .selectAll()
+      .where('token_hash', '=', sha256(k))
+      .executeTakeFirst();
+    const user = row ? await this.users.byId(row.user_id) : undefined;
+    if (
+      !row ||
+      !user ||
+      row.used_at !== null ||
+      row.expires_at <= now ||
+      row.pin_failures >= this.maxFailures
+    ) {
+      await this.failed(user?.name ?? null, remote, 'invalid, expired or used change link');
+      throw unauthorized('change link is invalid, expired or already used');
+    }
+    if (!user.enabled) {
+      await this.failed(user.name, remote, 'account disabled');
+      throw forbidden();
+    }
+    const linkURL = this.linkFor(user, k);
+
+    if (!p) {
+      if (z) {
+        await this.failed(user.name, remote, 'new password without PIN');
+        throw badRequest('p (PIN) is required to set a password');
+      }
+      await this.resendPin(row, user, linkURL, now, remote);
+      return { user, linkURL };
+    }
+    if (!z) {
+      await this.failed(user.name, remote, 'PIN without new password');
+      throw badRequest('z (new password) is required');
+    }
+    try {
+      this.users.checkPasswordPolicy(z);
+    } catch (err) {
+      await this.failed(user.name, remote, 'new password fails the policy');
+      throw err;
+    }
+    await this.checkPin(row, user, p, now, remote);
+
+    // Consume atomically: of two concurrent requests with the right PIN only one proceeds.
+    const consumed = await this.db
+      .updateTable('change_tokens')
+      .set({ used_at: now })
+      .where('id', '=', row.id)
+      .where('used_at', 'is', null)
+      .where('pin_failures', '<', this.maxFailures)
+      .executeTakeFirst();
+    if (Number(consumed.numUpdatedRows) !== 1) {
+      await this.failed(user.name, remote, 'change link used concurrently');
+      throw unauthorized('change link is invalid, expired or already used');
+    }
+    // Every other open link of this user dies with the change.
+    await this.db
+      .updateTable('change_tokens')
+      .set({ used_at: now })
+      .where('user_id', '=', user.id)
+      .where('used_at', 'is', null)
+      .execute();
+    await this.users.setPassword(user, z, row.purpose, remote);
+    return { user, linkURL };
+  }
+
+  private async checkPin(
+    row: ChangeTokenRow,
+    user: UserRow,
+    pin: string,
+    now: number,
+    remote: string | null,
+  ): Promise<void> {
+    if (!row.pin_hash || row.pin_expires_at === null || row.pin_expires_at <= now) {
+      await this.audit.record({ event: 'pin.failed', user: user.name, remote, detail: 'PIN expired' });
+      throw forbidden('PIN expired: ask for a new one');
+    }
+    if (safeEqual(this.keys.hmac(pin.trim()), row.pin_hash)) return;
+    const counted = await this.db
+      .updateTable('change_tokens')
+      .set((eb) => ({ pin_failures: eb('pin_failures', '+', 1) }))
+      .where('id', '=', row.id)
+      .returning('pin_failures')
+      .executeTakeFirst();
+    const failures = counted?.pin_failures ?? this.maxFailures;
+    await this.audit.record({
+      event: 'pin.failed',
+      user: user.name,
+      remote,
+      detail: { link: row.id, failures },
+    });
+    if (failures >= this.maxFailures) {
+      await this.failed(user.name, remote, `${failures} wrong PINs: change link disabled`);
+    }
+    throw forbidden('wrong PIN');
+  }
+
+  private async resendPin(
+    row: ChangeTokenRow,
+    user: UserRow,
+    linkURL: string,
+    now: number,
+    remote: string | null,
+  ): Promise<void> {
+    if (!user.email) {
+      await this.failed(user.name, remote, 'no e-mail address on record');
+      throw forbidden('no e-mail address on record');
+    }
+    if (row.pin_sent_at !== null && now - row.pin_sent_at < this.resendMs) {
+      throw this.tooSoon(row.pin_sent_at, now);
+    }
+    const pin = randomPin();
+    await this.db.transaction().execute(async (trx) => {
+      await trx
+        .updateTable('change_tokens')
+        .set({
+          pin_hash: this.keys.hmac(pin),
+          pin_expires_at: now + this.opts.pinSeconds * 1000,
+          pin_sent_at: now,
+        })
+        .where('id', '=', row.id)
+        .execute();
+      await this.enqueuePin(trx, user, row.purpose as ChangePurpose, pin, linkURL);
+      await this.audit.record(
+        {
+          event: 'pin.sent',
+          user: user.name,
+          remote,
+          detail: { purpose: row.purpose, link: row.id, to: user.email },
+        },
+        trx,
+      );
+    });
+    this.notify.kick();
+  }
+
+  private async enqueuePin(
+    db: Db,
+    user: UserRow,
+    purpose: ChangePurpose,
+    pin: string,
+    linkURL: string,
+  ): Promise<void> {
+    const lang = this.langOf(user);
+    await this.notify.enqueue(db, {
+      channel: 'email',
+      recipient: user.email!,
+      lang,
+      kind: 'password-pin',
+      userName: user.name,
+      vars: {
+        user: user.name,
+        pin,
+        pinValidity: formatDuration(this.opts.pinSeconds, lang),
+        link: linkURL,
+        linkValidity: formatDuration(this.linkMs / 1000, lang),
+        firstAccess: purpose === 'firstaccess' ? 'yes' : '',
+      },
+    });
+  }
+
+  private tooSoon(since: number, now: number): AppError {
+    const wait = Math.max(1, Math.ceil((since + this.resendMs - now) / 1000));
+    return new AppError(429, `a code was sent less than ${this.resendMs / 1000}s ago; retry in ${wait}s`, {
+      'Retry-After': String(wait),
+    });
+  }
+}

@@ -1,0 +1,360 @@
+// Persistent outbox (DESIGN §5). enqueue() renders a message in the recipient's language and
+// stores it sealed, in the caller's transaction when given one, so a file row and its
+// notifications commit together. The 'outbox' background job claims due messages with a lease
+// (safe across several instances), sends them and retries with exponential backoff. A channel with
+// no transport configured gets its message written to the log with secrets masked and kept in the
+// outbox with status 'logged' (read it in full with `remessa outbox show ID`).
+import type { AuditLog } from '../audit/audit-log.js';
+import type { Clock } from '../clock.js';
+import type { Lang } from '../config.js';
+import type { Db } from '../db/database.js';
+import type { OutboxRow } from '../db/schema.js';
+import { type Logger, redactUrl } from '../logger.js';
+import type { Keys } from '../security/keys.js';
+import type { BackgroundJob } from '../worker.js';
+import type { Channel, NotificationKind, Templates } from './templates.js';
+import type { Transport } from './transports.js';
+
+export interface NotificationRequest {
+  channel: Channel;
+  /** E-mail address (channel 'email') or E.164 mobile number (channel 'sms'). */
+  recipient: string;
+  lang: Lang;
+  kind: NotificationKind;
+  /** Template variables. `pin` and `link` are secrets: masked wherever the message is logged. */
+  vars: Record<string, string>;
+  fileId?: number | null;
+  /** The account the message concerns (uploader, or the user recovering a password). */
+  userName?: string | null;
+}
+
+export type OutboxStatus = 'pending' | 'sent' | 'failed' | 'logged';
+
+export interface OutboxEntry {
+  id: number;
+  channel: string;
+  recipient: string;
+  kind: string;
+  status: string;
+  attempts: number;
+  nextAttemptAt: number;
+  lastError: string | null;
+  fileId: number | null;
+  userName: string | null;
+  createdAt: number;
+  sentAt: number | null;
+}
+
+export interface OutboxMessage extends OutboxEntry {
+  lang: string;
+  subject: string;
+  text: string;
+}
+
+export interface NotifyOptions {
+  retrySeconds: number;
+  maxAttempts: number;
+  /** false: enqueue does not start a delivery pass (tests drive the job by hand). */
+  autoKick: boolean;
+}
+
+interface SealedPayload {
+  lang: Lang;
+  subject: string;
+  text: string;
+  /** The same message with secrets masked: what the log may show. */
+  masked: { subject: string; text: string };
+}
+
+/** How each secret variable is shown in logs. */
+const MASKS: Record<string, (value: string) => string> = {
+  pin: () => '******',
+  link: (value) => redactUrl(value),
+};
+
+/** A claimed message belongs to its instance this long; a crashed instance's claim then lapses. */
+const LEASE_MS = 120_000;
+const BATCH = 50;
+const CONCURRENCY = 4;
+const MAX_BACKOFF_MS = 6 * 60 * 60 * 1000;
+
+export class NotificationService {
+  private pass: Promise<void> | null = null;
+  private again = false;
+  private stopped = false;
+
+  constructor(
+    private readonly db: Db,
+    private readonly keys: Keys,
+    private readonly clock: Clock,
+    private readonly audit: AuditLog,
+    private readonly log: Logger,
+    private readonly templates: Templates,
+    private readonly transports: Record<Channel, Transport | null>,
+    private readonly opts: NotifyOptions,
+  ) {}
+
+  /**
+   * Renders and stores one message (status 'pending'); returns its outbox id. Pass a transaction
+   * to commit the message with the caller's rows; then call kick() after the commit. With the
+   * plain database handle the delivery pass starts at once. Never waits for SMTP or SMS.
+   */
+  async enqueue(db: Db, message: NotificationRequest): Promise<number> {
+    const { channel, recipient, lang, kind, vars } = message;
+    const rendered = await this.templates.render(channel, lang, kind, vars);
+    const maskedVars: Record<string, string> = { ...vars };
+    for (const [name, mask] of Object.entries(MASKS)) {
+      if (vars[name] !== undefined) maskedVars[name] = mask(vars[name]);
+    }
+    const maskedRender = await this.templates.render(channel, lang, kind, maskedVars);
+    const masked = { subject: scrub(maskedRender.subject, vars), text: scrub(maskedRender.text, vars) };
+    const payload: SealedPayload = { lang, subject: rendered.subject, text: rendered.text, masked };
+    const now = this.clock.now();
+    const row = await db
+      .insertInto('outbox')
+      .values({
+        channel,
+        recipient,
+        kind,
+        payload: this.keys.seal(JSON.stringify(payload)),
+        status: 'pending',
+        attempts: 0,
+        next_attempt_at: now,
+        claimed_until: 0,
+        last_error: null,
+        file_id: message.fileId ?? null,
+        user_name: message.userName ?? null,
+        created_at: now,
+        sent_at: null,
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    await this.audit.record(
+      {
+        event: 'notify.queued',
+        user: message.userName ?? null,
+        fileId: message.fileId ?? null,
+        detail: { outbox: row.id, channel, kind, to: recipient },
+      },
+      db,
+    );
+    if (!db.isTransaction) this.kick();
+    return row.id;
+  }
+
+  /** Starts a delivery pass soon (coalesced with one already running). */
+  kick(): void {
+    if (!this.opts.autoKick || this.stopped) return;
+    if (this.pass) {
+      this.again = true;
+      return;
+    }
+    this.pass = (async () => {
+      do {
+        this.again = false;
+        await this.deliverDue();
+      } while (this.again && !this.stopped);
+    })()
+      .catch((err: unknown) => this.log.error({ err }, 'outbox delivery pass failed'))
+      .finally(() => {
+        this.pass = null;
+      });
+  }
+
+  /** The background job `remessa serve` runs; polls often enough to honour the retry delay. */
+  job(): BackgroundJob {
+    return {
+      name: 'outbox',
+      intervalMs: Math.min(5000, Math.max(250, this.opts.retrySeconds * 500)),
+      run: () => this.deliverDue(),
+    };
+  }
+
+  /** One pass: claim every due message (lease), send it, record the outcome. */
+  async deliverDue(): Promise<void> {
+    const now = this.clock.now();
+    const due = await this.db
+      .selectFrom('outbox')
+      .select('id')
+      .where('status', '=', 'pending')
+      .where('next_attempt_at', '<=', now)
+      .where('claimed_until', '<', now)
+      .orderBy('next_attempt_at')
+      .orderBy('id')
+      .limit(BATCH)
+      .execute();
+    const ids = due.map((r) => r.id);
+    const worker = async () => {
+      for (let id = ids.shift(); id !== undefined && !this.stopped; id = ids.shift()) {
+        const row = await this.claim(id);
+        if (row) await this.deliver(row);
+      }
+    };
+    await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  }
+
+  /** Takes the lease on a message unless another instance holds it or it is no longer pending. */
+  private async claim(id: number): Promise<OutboxRow | undefined> {
+    const now = this.clock.now();
+    const res = await this.db
+      .updateTable('outbox')
+      .set({ claimed_until: now + LEASE_MS })
+      .where('id', '=', id)
+      .where('status', '=', 'pending')
+      .where('claimed_until', '<', now)
+      .executeTakeFirst();
+    if (Number(res.numUpdatedRows) !== 1) return undefined;
+    return this.db.selectFrom('outbox').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  private async deliver(row: OutboxRow): Promise<void> {
+    const about = { outbox: row.id, channel: row.channel, kind: row.kind, to: row.recipient };
+    let payload: SealedPayload;
+    try {
+      payload = JSON.parse(this.keys.unseal(row.payload)) as SealedPayload;
+    } catch {
+      // Sealed with another secret: no retry can help.
+      return this.fail(row, row.attempts + 1, 'cannot unseal the message (server secret changed?)', true);
+    }
+    const transport = this.transports[row.channel as Channel] ?? null;
+    if (!transport) {
+      const missing = row.channel === 'email' ? 'REMESSA_SMTP_URL' : 'REMESSA_SMS_PROVIDER';
+      this.log.warn(
+        { ...about, subject: payload.masked.subject, text: payload.masked.text },
+        `notification not sent (${missing} is not set); secrets masked here, full text: remessa outbox show ${row.id}`,
+      );
+      await this.finish(row, 'logged', null);
+      await this.audit.record({
+        event: 'notify.logged',
+        user: row.user_name,
+        fileId: row.file_id,
+        detail: about,
+      });
+      return;
+    }
+    try {
+      await transport.send({
+        channel: row.channel as Channel,
+        to: row.recipient,
+        subject: payload.subject,
+        text: payload.text,
+      });
+    } catch (err) {
+      return this.fail(row, row.attempts + 1, describeError(err), false);
+    }
+    await this.finish(row, 'sent', null);
+    this.log.info({ ...about, via: transport.name }, 'notification sent');
+    await this.audit.record({
+      event: 'notify.sent',
+      user: row.user_name,
+      fileId: row.file_id,
+      detail: { ...about, via: transport.name },
+    });
+  }
+
+  private async finish(row: OutboxRow, status: OutboxStatus, error: string | null): Promise<void> {
+    await this.db
+      .updateTable('outbox')
+      .set({
+        status,
+        attempts: row.attempts + 1,
+        sent_at: this.clock.now(),
+        claimed_until: 0,
+        last_error: error,
+      })
+      .where('id', '=', row.id)
+      .execute();
+  }
+
+  private async fail(row: OutboxRow, attempts: number, error: string, permanent: boolean): Promise<void> {
+    const about = { outbox: row.id, channel: row.channel, kind: row.kind, to: row.recipient };
+    if (permanent || attempts >= this.opts.maxAttempts) {
+      await this.db
+        .updateTable('outbox')
+        .set({ status: 'failed', attempts, claimed_until: 0, last_error: error })
+        .where('id', '=', row.id)
+        .execute();
+      this.log.error({ ...about, attempts, error }, 'notification failed for good');
+      await this.audit.record({
+        event: 'notify.failed',
+        user: row.user_name,
+        fileId: row.file_id,
+        detail: { ...about, attempts, error },
+      });
+      return;
+    }
+    const delay = Math.min(MAX_BACKOFF_MS, this.opts.retrySeconds * 1000 * 2 ** (attempts - 1));
+    await this.db
+      .updateTable('outbox')
+      .set({
+        attempts,
+        next_attempt_at: this.clock.now() + delay,
+        claimed_until: 0,
+        last_error: error,
+      })
+      .where('id', '=', row.id)
+      .execute();
+    this.log.warn({ ...about, attempts, error, retryInMs: delay }, 'notification not delivered; will retry');
+  }
+
+  async list(filter: { status?: string; limit?: number } = {}): Promise<OutboxEntry[]> {
+    let q = this.db.selectFrom('outbox').selectAll();
+    if (filter.status) q = q.where('status', '=', filter.status);
+    const rows = await q
+      .orderBy('id', 'desc')
+      .limit(filter.limit ?? 100)
+      .execute();
+    return rows.reverse().map(entryOf);
+  }
+
+  /** The unsealed message, PIN and link included: for the operator of a machine without SMTP. */
+  async show(id: number): Promise<OutboxMessage | undefined> {
+    const row = await this.db.selectFrom('outbox').selectAll().where('id', '=', id).executeTakeFirst();
+    if (!row) return undefined;
+    const payload = JSON.parse(this.keys.unseal(row.payload)) as SealedPayload;
+    return { ...entryOf(row), lang: payload.lang, subject: payload.subject, text: payload.text };
+  }
+
+  /** Stops kicked passes and closes the transports (before the database closes). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    while (this.pass) await this.pass;
+    for (const t of Object.values(this.transports)) t?.close();
+  }
+}
+
+/** Belt and braces: no secret value survives in the masked text, whatever the template did. */
+function scrub(text: string, vars: Record<string, string>): string {
+  let out = text;
+  for (const [name, mask] of Object.entries(MASKS)) {
+    const value = vars[name];
+    if (value) out = out.replaceAll(value, mask(value));
+  }
+  return out;
+}
+
+function describeError(err: unknown): string {
+  const e = err as { message?: unknown; code?: unknown; responseCode?: unknown };
+  const parts = [e?.code, e?.responseCode, typeof e?.message === 'string' ? e.message : String(err)];
+  return parts
+    .filter((p) => p !== undefined && p !== null && p !== '')
+    .join(' ')
+    .slice(0, 500);
+}
+
+function entryOf(row: OutboxRow): OutboxEntry {
+  return {
+    id: row.id,
+    channel: row.channel,
+    recipient: row.recipient,
+    kind: row.kind,
+    status: row.status,
+    attempts: row.attempts,
+    nextAttemptAt: row.next_attempt_at,
+    lastError: row.last_error,
+    fileId: row.file_id,
+    userName: row.user_name,
+    createdAt: row.created_at,
+    sentAt: row.sent_at,
+  };
+}

@@ -1,0 +1,150 @@
+// Transports: how a rendered message leaves the building. E-mail goes over SMTP (nodemailer);
+// SMS goes to Twilio's REST Messages API or to a plain JSON webhook (DESIGN §5). A transport
+// throws on failure; the outbox decides about retries.
+import nodemailer, { type Transporter } from 'nodemailer';
+import { type Config, ConfigError } from '../config.js';
+import type { Channel } from './templates.js';
+
+export interface OutgoingMessage {
+  channel: Channel;
+  to: string;
+  subject: string;
+  text: string;
+}
+
+export interface Transport {
+  /** Short name for logs and `remessa outbox list`, e.g. smtp, twilio, webhook. */
+  readonly name: string;
+  send(message: OutgoingMessage): Promise<void>;
+  close(): void;
+}
+
+const SEND_TIMEOUT_MS = 30_000;
+
+export class SmtpTransport implements Transport {
+  readonly name = 'smtp';
+  private readonly mailer: Transporter;
+
+  constructor(
+    smtpUrl: string,
+    private readonly from: string,
+  ) {
+    // smtp:// upgrades with STARTTLS when the server offers it; smtps:// is TLS from the start.
+    this.mailer = nodemailer.createTransport({
+      url: smtpUrl,
+      connectionTimeout: 10_000,
+      greetingTimeout: 10_000,
+      socketTimeout: SEND_TIMEOUT_MS,
+    });
+  }
+
+  async send(message: OutgoingMessage): Promise<void> {
+    await this.mailer.sendMail({
+      from: this.from,
+      to: message.to,
+      subject: message.subject,
+      text: message.text,
+      headers: { 'Auto-Submitted': 'auto-generated' },
+    });
+  }
+
+  close(): void {
+    this.mailer.close();
+  }
+}
+
+/**
+ * Twilio "Create a Message": POST …/2010-04-01/Accounts/{AccountSid}/Messages.json, form-encoded
+ * To, From, Body, HTTP Basic with the Account SID (REMESSA_SMS_USER) and Auth Token
+ * (REMESSA_SMS_PASSWORD). REMESSA_SMS_URL is either that full Messages.json URL or just the API
+ * origin (https://api.twilio.com), to which the path is appended.
+ */
+export class TwilioTransport implements Transport {
+  readonly name = 'twilio';
+  readonly endpoint: string;
+
+  constructor(
+    url: string,
+    private readonly user: string,
+    private readonly password: string,
+    private readonly from: string,
+  ) {
+    const trimmed = url.replace(/\/+$/, '');
+    this.endpoint = /\/Messages\.json$/.test(trimmed)
+      ? trimmed
+      : `${trimmed}/2010-04-01/Accounts/${encodeURIComponent(user)}/Messages.json`;
+  }
+
+  async send(message: OutgoingMessage): Promise<void> {
+    const auth = Buffer.from(`${this.user}:${this.password}`).toString('base64');
+    const res = await fetch(this.endpoint, {
+      method: 'POST',
+      headers: {
+        Authorization: `Basic ${auth}`,
+        'Content-Type': 'application/x-www-form-urlencoded',
+        Accept: 'application/json',
+      },
+      body: new URLSearchParams({ To: message.to, From: this.from, Body: message.text }).toString(),
+      signal: AbortSignal.timeout(SEND_TIMEOUT_MS),
+    });
+    const text = await res.text();
+    if (!res.ok) {
+      let reason = text.slice(0, 200);
+      try {
+        const body = JSON.parse(text) as { message?: unknown; code?: unknown };
+        if (typeof body.message === 'string') reason = `${body.code ?? ''} ${body.message}`.trim();
+      } catch {
+        // not JSON: keep the raw start of the body
+      }
+      throw new Error(`twilio answered HTTP ${res.status}: ${reason}`);
+    }
+  }
+
+  close(): void {}
+}
+
+/** Generic SMS gateway: POST {"to": "+55…", "text": "…"} as JSON; any 2xx is success. */
+export class WebhookTransport implements Transport {
+  readonly name = 'webhook';
+
+  constructor(
+    private readonly url: string,
+    private readonly user: string | null,
+    private readonly password: string | null,
+  ) {}
+
+  async send(message: OutgoingMessage): Promise<void> {
+    const headers: Record<string, string> = { 'Content-Type': 'application/json' };
+    if (this.user !== null) {
+      headers['Authorization'] =
+        `Basic ${Buffer.from(`${this.user}:${this.password ?? ''}`).toString('base64')}`;
+    }
+    const res = await fetch(this.url, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ to: message.to, text: message.text }),
+      signal: AbortSignal.timeout(SEND_TIMEOUT_MS),
+    });
+    await res.arrayBuffer();
+    if (!res.ok) throw new Error(`SMS webhook answered HTTP ${res.status}`);
+  }
+
+  close(): void {}
+}
+
+/** The configured transport per channel; null where nothing is configured (message is logged). */
+export function transportsFrom(config: Config): Record<Channel, Transport | null> {
+  const email = config.smtpUrl ? new SmtpTransport(config.smtpUrl, config.mailFrom) : null;
+  let sms: Transport | null = null;
+  if (config.smsProvider === 'twilio') {
+    if (!config.smsUser || !config.smsPassword || !config.smsFrom) {
+      throw new ConfigError(
+        'REMESSA_SMS_PROVIDER=twilio needs REMESSA_SMS_USER, REMESSA_SMS_PASSWORD and REMESSA_SMS_FROM',
+      );
+    }
+    sms = new TwilioTransport(config.smsUrl!, config.smsUser, config.smsPassword, config.smsFrom);
+  } else if (config.smsProvider === 'webhook') {
+    sms = new WebhookTransport(config.smsUrl!, config.smsUser, config.smsPassword);
+  }
+  return { email, sms };
+}

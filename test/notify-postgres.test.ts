@@ -1,0 +1,111 @@
+// The outbox and password recovery on PostgreSQL, with two instances sharing one database: the
+// lease must make each message go out exactly once.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import type { NotificationRequest } from '../src/notify/notification-service.js';
+import { HttpPeer, MailSink } from './helpers/peers.js';
+import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
+import { call, startTestServer, type TestServer } from './helpers/server.js';
+
+const available = await postgresAvailable();
+if (!available && PG_REQUIRED) throw new Error(PG_SKIP);
+
+const sms = (i: number): NotificationRequest => ({
+  channel: 'sms',
+  recipient: `+551190000${String(i).padStart(4, '0')}`,
+  lang: 'en',
+  kind: 'download-pin',
+  vars: { fileName: `f${i}.bin`, pin: '123456', pinValidity: '3 minutes' },
+});
+
+/**
+ * pg's Pool.end() resolves before its connections have finished closing; dropping the database
+ * WITH (FORCE) at that moment kills them mid-close and the client raises an uncaught error. Wait
+ * until the server sees no session on the test database.
+ */
+async function backendsGone(url: string): Promise<void> {
+  const name = new URL(url).pathname.slice(1);
+  const admin = new URL(url);
+  admin.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: admin.toString() });
+  await client.connect();
+  try {
+    for (let i = 0; i < 100; i++) {
+      const r = await client.query('select count(*)::int as n from pg_stat_activity where datname = $1', [
+        name,
+      ]);
+      if ((r.rows[0] as { n: number }).n === 0) return;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+describe('outbox on PostgreSQL, two instances', { skip: available ? false : PG_SKIP }, () => {
+  let database: Awaited<ReturnType<typeof createTempDatabase>>;
+  let hook: HttpPeer;
+  let mail: MailSink;
+  let a: TestServer;
+  let b: TestServer;
+
+  before(async () => {
+    database = await createTempDatabase();
+    hook = await HttpPeer.start();
+    mail = await MailSink.start();
+    const env = {
+      REMESSA_DATABASE_URL: database.url,
+      REMESSA_SMS_PROVIDER: 'webhook',
+      REMESSA_SMS_URL: hook.url,
+      REMESSA_SMTP_URL: mail.url,
+    };
+    a = await startTestServer({ env, startWorkers: false });
+    b = await startTestServer({ env, startWorkers: false });
+  });
+  after(async () => {
+    await a?.close();
+    await b?.close();
+    await hook?.close();
+    await mail?.close();
+    if (database) {
+      await backendsGone(database.url);
+      await database.drop();
+    }
+  });
+
+  test('both instances deliver at once: every message exactly once', async () => {
+    for (let i = 0; i < 20; i++) await a.server.services.notify.enqueue(a.server.services.db, sms(i));
+    await Promise.all([
+      a.server.workers.get('outbox')!.runOnce(),
+      b.server.workers.get('outbox')!.runOnce(),
+      b.server.services.notify.deliverDue(),
+    ]);
+    assert.equal(hook.requests.length, 20);
+    const to = hook.requests.map((r) => (JSON.parse(r.body) as { to: string }).to);
+    assert.equal(new Set(to).size, 20);
+    assert.equal((await b.server.services.notify.list({ status: 'sent' })).length, 20);
+  });
+
+  test('forget on one instance, change on the other', async () => {
+    await a.createUser('pguser', 'pg-old-password');
+    const r = await call(`${a.base}/auth/forgetParameters?u=pguser`);
+    assert.equal(r.status, 200);
+    await b.server.workers.get('outbox')!.runOnce();
+    const m = await mail.take('pguser@example.com');
+    const pin = /PIN\): (\d{6})/.exec(m.text ?? '')![1]!;
+    const k = new URL(String(r.body['linkURL'])).searchParams.get('k')!;
+    const ok = await call(`${b.base}/auth/changeParameters`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ k, p: pin, z: 'pg-new-password' }),
+    });
+    assert.equal(ok.status, 200);
+    const again = await call(`${a.base}/auth/changeParameters`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ k, p: pin, z: 'pg-third-password' }),
+    });
+    assert.equal(again.status, 401);
+  });
+});

@@ -1,0 +1,300 @@
+// Password recovery and first access end to end: real HTTP, real SMTP (smtp-server + mailparser).
+// The tests read the PIN and link from the delivered mail, like a user would.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { ParsedMail } from 'mailparser';
+import { MailSink } from './helpers/peers.js';
+import { call, ERROR_KEYS, errorKeys, GO_TIME, startTestServer, type TestServer } from './helpers/server.js';
+
+const JSON_TYPE = { Content_type: 'application/json' };
+const form = (o: Record<string, string>) => new URLSearchParams(o).toString();
+
+function pinOf(mail: ParsedMail): string {
+  const m = /PIN\): (\d{6})/.exec(mail.text ?? '');
+  assert.ok(m, `no PIN in mail: ${mail.text}`);
+  return m[1]!;
+}
+
+function linkOf(mail: ParsedMail): string {
+  const m = /(http\S+\/auth\/change\?\S+)/.exec(mail.text ?? '');
+  assert.ok(m, `no link in mail: ${mail.text}`);
+  return m[1]!;
+}
+
+const kOf = (linkURL: string) => new URL(linkURL).searchParams.get('k')!;
+
+describe('password recovery', () => {
+  let t: TestServer;
+  let mail: MailSink;
+  const secrets: string[] = [];
+
+  before(async () => {
+    mail = await MailSink.start();
+    t = await startTestServer({
+      env: { REMESSA_SMTP_URL: mail.url, REMESSA_MAIL_FROM: 'Remessa <no-reply@remessa.test>' },
+    });
+  });
+  after(async () => {
+    // Passwords, PINs and tokens never reach the log, whatever happened above.
+    const logs = t.logs.join('\n');
+    for (const s of secrets) assert.ok(!logs.includes(s), `secret leaked into the log: ${s}`);
+    await t.close();
+    await mail.close();
+  });
+
+  const forget = (u: string, path = 'forgetParameters') =>
+    call(`${t.base}/auth/${path}?u=${encodeURIComponent(u)}`, { headers: JSON_TYPE });
+  const change = (fields: Record<string, string>, query = '') =>
+    call(`${t.base}/auth/changeParameters${query}`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify(fields),
+    });
+  const token = (username: string, password: string) =>
+    call(`${t.base}/oauth2/token`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: form({ grant_type: 'password', username, password }),
+    });
+
+  test('forget → mail with PIN and link → change → old bearer revoked, link cannot be reused', async () => {
+    await t.createUser('alice', 'old-password-1', { email: 'alice@example.com', lang: 'en' });
+    const before = await token('alice', 'old-password-1');
+    assert.equal(before.status, 200);
+    const oldBearer = String(before.body['access_token']);
+
+    const started = Date.now();
+    const r = await forget('alice');
+    assert.ok(Date.now() - started < 3000, 'the response does not wait for SMTP');
+    assert.equal(r.status, 200);
+    assert.deepEqual(Object.keys(r.body), ['status', 'description', 'apiver', 'time', 'user', 'linkURL']);
+    assert.equal(r.body['status'], 0);
+    assert.equal(r.body['description'], 'handlerAuthForget:succsessfully');
+    assert.equal(r.body['user'], 'alice');
+    assert.match(String(r.body['time']), GO_TIME);
+    const linkURL = String(r.body['linkURL']);
+    assert.match(linkURL, new RegExp(`^${t.base}/auth/change\\?lang=en&k=[A-Za-z0-9_-]{43}$`));
+    assert.equal(r.headers.get('cache-control'), 'no-store');
+
+    const m = await mail.take('alice@example.com');
+    assert.equal(m.subject, 'Remessa: code to change your password');
+    assert.equal(m.from?.value[0]?.address, 'no-reply@remessa.test');
+    assert.equal(linkOf(m), linkURL);
+    const pin = pinOf(m);
+    const k = kOf(linkURL);
+    secrets.push(pin, k, 'new-password-1', 'old-password-1');
+
+    const ok = await change({ k, p: pin, z: 'new-password-1' });
+    assert.equal(ok.status, 200);
+    assert.equal(ok.body['description'], 'handlerAuthForget:succsessfully');
+    assert.equal(ok.body['user'], 'alice');
+    assert.equal(ok.body['linkURL'], linkURL);
+
+    assert.equal((await token('alice', 'old-password-1')).status, 401);
+    assert.equal((await token('alice', 'new-password-1')).status, 200);
+    const logout = await call(`${t.base}/auth/logout`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${oldBearer}` },
+    });
+    assert.equal(logout.status, 401, 'bearer tokens issued before the change are revoked');
+
+    const again = await change({ k, p: pin, z: 'another-password' });
+    assert.equal(again.status, 401);
+    assert.deepEqual(errorKeys(again.body), ERROR_KEYS);
+    assert.equal(again.body['description'], 'Unauthorized');
+    assert.equal((await token('alice', 'new-password-1')).status, 200);
+  });
+
+  test('alias /auth/forget; missing u 400, unknown user 401, disabled or no e-mail 403', async () => {
+    await t.createUser('bob', 'bob-password', { email: 'bob@example.com' });
+    await t.createUser('noemail', 'noemail-password', { email: '' });
+    await t.createUser('off', 'off-password');
+    await t.server.services.users.setEnabled('off', false);
+
+    const alias = await forget('BOB', 'forget');
+    assert.equal(alias.status, 200);
+    assert.equal(alias.body['user'], 'bob');
+    assert.match(String(alias.body['linkURL']), /\/auth\/change\?lang=pt&k=/);
+    const m = await mail.take('bob@example.com');
+    assert.equal(m.subject, 'Remessa: código para alterar a sua senha');
+    secrets.push(pinOf(m), kOf(String(alias.body['linkURL'])));
+
+    for (const [url, status] of [
+      [`${t.base}/auth/forgetParameters`, 400],
+      [`${t.base}/auth/forgetParameters?u=`, 400],
+      [`${t.base}/auth/forgetParameters?u=nobody`, 401],
+      [`${t.base}/auth/forgetParameters?u=noemail`, 403],
+      [`${t.base}/auth/forgetParameters?u=off`, 403],
+    ] as const) {
+      const r = await call(url, { headers: JSON_TYPE });
+      assert.equal(r.status, status, url);
+      assert.equal(r.body['status'], status);
+      assert.deepEqual(errorKeys(r.body), ERROR_KEYS);
+      assert.equal(r.body['user'], undefined);
+    }
+    // A second link for the same user within a minute: 429, no mail.
+    const soon = await forget('bob');
+    assert.equal(soon.status, 429);
+    assert.equal(soon.body['description'], 'Too Many Requests');
+    assert.ok(Number(soon.headers.get('retry-after')) > 0);
+  });
+
+  test('k alone sends a fresh PIN (once a minute); the old PIN stops working', async () => {
+    await t.createUser('carol', 'carol-password', { email: 'carol@example.com', lang: 'es' });
+    const r = await forget('carol');
+    const k = kOf(String(r.body['linkURL']));
+    const first = pinOf(await mail.take('carol@example.com'));
+    secrets.push(k, first);
+
+    const tooSoon = await change({ k });
+    assert.equal(tooSoon.status, 429);
+    t.clock.advance(61_000);
+    const fresh = await change({ k });
+    assert.equal(fresh.status, 200);
+    assert.equal(fresh.body['linkURL'], r.body['linkURL']);
+    const m = await mail.take('carol@example.com');
+    assert.equal(m.subject, 'Remessa: código para cambiar su contraseña');
+    const second = pinOf(m);
+    secrets.push(second);
+    if (second !== first) {
+      assert.equal((await change({ k, p: first, z: 'carol-new-pass' })).status, 403);
+    }
+    assert.equal((await change({ k, p: second, z: 'carol-new-pass' })).status, 200);
+    secrets.push('carol-new-pass');
+  });
+
+  test('five wrong PINs kill the link; the password is unchanged', async () => {
+    await t.createUser('dave', 'dave-password');
+    const r = await forget('dave');
+    const k = kOf(String(r.body['linkURL']));
+    const pin = pinOf(await mail.take('dave@example.com'));
+    secrets.push(k, pin);
+    const wrong = pin === '000000' ? '111111' : '000000';
+    for (let i = 0; i < 5; i++) {
+      const w = await change({ k, p: wrong, z: 'dave-new-password' });
+      assert.equal(w.status, 403);
+      assert.equal(w.body['description'], 'Forbidden');
+    }
+    const dead = await change({ k, p: pin, z: 'dave-new-password' });
+    assert.equal(dead.status, 401);
+    assert.equal((await token('dave', 'dave-password')).status, 200);
+    const audit = await t.server.services.audit.query({ user: 'dave' });
+    assert.equal(audit.filter((a) => a.event === 'pin.failed').length, 5);
+    assert.ok(audit.some((a) => a.event === 'password.change_failed' && /disabled/.test(a.detail ?? '')));
+  });
+
+  test('expired PIN 403, expired link 401, nothing changed', async () => {
+    await t.createUser('erin', 'erin-password');
+    const r = await forget('erin');
+    const k = kOf(String(r.body['linkURL']));
+    const pin = pinOf(await mail.take('erin@example.com'));
+    secrets.push(k, pin);
+    t.clock.advance(181_000); // REMESSA_PIN_SECONDS default 180
+    const expired = await change({ k, p: pin, z: 'erin-new-password' });
+    assert.equal(expired.status, 403);
+    assert.match(String(expired.body['detail']), /expired/);
+    t.clock.advance(30 * 60_000);
+    assert.equal((await change({ k, p: pin, z: 'erin-new-password' })).status, 401);
+    assert.equal((await change({ k })).status, 401, 'no fresh PIN for an expired link');
+    assert.equal((await token('erin', 'erin-password')).status, 200);
+  });
+
+  test('bad input: no k 400, unknown k 401, p without z 400, weak z 400, z without p 400', async () => {
+    await t.createUser('frank', 'frank-password');
+    const r = await forget('frank');
+    const k = kOf(String(r.body['linkURL']));
+    const pin = pinOf(await mail.take('frank@example.com'));
+    secrets.push(k, pin);
+
+    assert.equal((await change({})).status, 400);
+    assert.equal((await change({ p: pin, z: 'frank-new-password' })).status, 400);
+    assert.equal((await change({ k: 'x'.repeat(43), p: pin, z: 'frank-new-password' })).status, 401);
+    const noZ = await change({ k, p: pin });
+    assert.equal(noZ.status, 400);
+    assert.deepEqual(errorKeys(noZ.body), ERROR_KEYS);
+    const weak = await change({ k, p: pin, z: 'short' });
+    assert.equal(weak.status, 400);
+    assert.match(String(weak.body['detail']), /at least 8/);
+    assert.equal((await change({ k, z: 'frank-new-password' })).status, 400);
+    const badJson = await call(`${t.base}/auth/changeParameters`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: '{"k":',
+    });
+    assert.equal(badJson.status, 400);
+    // None of these counted as a wrong PIN or changed anything: the right request still works.
+    assert.equal((await token('frank', 'frank-password')).status, 200);
+    const ok = await change({ k, p: pin, z: 'frank-new-password' });
+    assert.equal(ok.status, 200);
+    secrets.push('frank-new-password');
+  });
+
+  test('k, p, z in the query string (Content_type: application/json, no body) and in a form body', async () => {
+    await t.createUser('gina', 'gina-password');
+    const r = await forget('gina');
+    const k = kOf(String(r.body['linkURL']));
+    const pin = pinOf(await mail.take('gina@example.com'));
+    secrets.push(k, pin, 'gina-new-password');
+    const q = `?${form({ k, p: pin, z: 'gina-new-password' })}`;
+    const ok = await call(`${t.base}/auth/changeParameters${q}`, { method: 'POST', headers: JSON_TYPE });
+    assert.equal(ok.status, 200);
+    assert.equal((await token('gina', 'gina-new-password')).status, 200);
+    const access = t.logs.filter((l) => l.includes('/auth/changeParameters?'));
+    assert.ok(access.length > 0);
+    assert.ok(access.every((l) => l.includes('k=[REDACTED]') && l.includes('p=[REDACTED]')));
+
+    // Form body; a body field wins over the query string's.
+    t.clock.advance(61_000);
+    const r2 = await forget('gina');
+    const k2 = kOf(String(r2.body['linkURL']));
+    const pin2 = pinOf(await mail.take('gina@example.com'));
+    secrets.push(k2, pin2, 'gina-third-password');
+    const viaForm = await call(`${t.base}/auth/changeParameters?k=bogus`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: form({ k: k2, p: pin2, z: 'gina-third-password' }),
+    });
+    assert.equal(viaForm.status, 200);
+    assert.equal((await token('gina', 'gina-third-password')).status, 200);
+  });
+
+  test('first access: only for users without a password yet; link then sets it', async () => {
+    await t.createUser('newbie', null, { email: 'newbie@example.com', lang: 'pt' });
+    await t.createUser('veteran', 'veteran-password');
+    const no = await call(`${t.base}/auth/firstaccess?u=veteran`);
+    assert.equal(no.status, 403);
+    const r = await call(`${t.base}/auth/firstaccess?u=newbie`);
+    assert.equal(r.status, 200);
+    assert.equal(r.body['description'], 'handlerAuthForget:succsessfully');
+    const m = await mail.take('newbie@example.com');
+    assert.equal(m.subject, 'Remessa: crie a sua senha');
+    assert.match(m.text ?? '', /primeiro acesso/);
+    const k = kOf(String(r.body['linkURL']));
+    const pin = pinOf(m);
+    secrets.push(k, pin, 'newbie-password');
+    assert.equal((await change({ k, p: pin, z: 'newbie-password' })).status, 200);
+    assert.equal((await token('newbie', 'newbie-password')).status, 200);
+    const user = await t.server.services.users.get('newbie');
+    assert.equal(user.first_access, 0);
+    t.clock.advance(61_000);
+    assert.equal((await call(`${t.base}/auth/firstaccess?u=newbie`)).status, 403, 'no longer first access');
+  });
+
+  test('every step is audited without secrets', async () => {
+    const rows = await t.server.services.audit.query({ limit: 10_000 });
+    const events = new Set(rows.map((r) => r.event));
+    for (const e of [
+      'password.link_issued',
+      'pin.sent',
+      'pin.failed',
+      'password.changed',
+      'password.change_failed',
+      'notify.queued',
+      'notify.sent',
+    ]) {
+      assert.ok(events.has(e), `audit has ${e}`);
+    }
+    const all = JSON.stringify(rows);
+    for (const s of secrets) assert.ok(!all.includes(s), 'no secret in the audit trail');
+  });
+});
