@@ -74,7 +74,10 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
     },
   });
   const clock = new OffsetClock();
-  const server = await startServer(config, createLogger(config.logLevel, sink), { clock, startWorkers: opts.startWorkers });
+  const server = await startServer(config, createLogger(config.logLevel, sink), {
+    clock,
+    startWorkers: opts.startWorkers,
+  });
   return {
     base: config.baseUrl,
     origin,
