@@ -89,14 +89,16 @@ async function signOut(): Promise<void> {
   endSession('signedOut');
 }
 
+let started = false;
+
 function onSessionEnd(reason: EndReason): void {
   forgetUserLang();
   const key = reason === 'idle' ? 'idleSignedOut' : reason === 'expired' ? 'sessionExpired' : 'signedOut';
   flash = t(key, { minutes: config.idleMinutes });
-  if (config.page === 'app') {
-    if (location.hash !== '#/') location.hash = '#/';
-    else render();
-  }
+  if (config.page !== 'app') return;
+  // Replace the route without a hashchange event, so the message is drawn exactly once.
+  if (location.hash !== '#/') history.replaceState(history.state, '', '#/');
+  if (started) render();
 }
 
 export function render(): void {
@@ -139,4 +141,5 @@ window.addEventListener('hashchange', () => {
   focusHeading = true;
   render();
 });
+started = true;
 render();
