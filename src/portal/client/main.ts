@@ -48,7 +48,11 @@ function header(signedIn: boolean): HTMLElement {
   return h(
     'header',
     { class: 'top' },
-    h('a', { class: 'brand', href: signedIn ? '#/send' : '#/' }, 'Remessa'),
+    h(
+      'a',
+      { class: 'brand', href: config.page === 'app' ? (signedIn ? '#/send' : '#/') : config.portal },
+      'Remessa',
+    ),
     signedIn &&
       h(
         'nav',
