@@ -15,6 +15,7 @@ import { authRoutes } from '../auth/routes.js';
 import { AppError, type ErrorStatus, STATUS_TEXT } from '../errors.js';
 import { fileRoutes } from '../files/routes.js';
 import { redactUrl } from '../logger.js';
+import { portalRoutes } from '../portal/routes.js';
 import type { Services } from '../services.js';
 import { errorEnvelope, oauthError } from './presenters.js';
 
@@ -159,6 +160,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     },
     { prefix: config.apiPath },
   );
+  // Browser pages live at the parent of the API path (DESIGN §1), outside the API prefix.
+  await app.register(portalRoutes);
 
   return app;
 }

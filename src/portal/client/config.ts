@@ -1,0 +1,30 @@
+// Settings the server renders into <meta name="remessa-config"> (no inline script under the CSP).
+
+export type PageKind = 'app' | 'landing' | 'change';
+
+export interface PortalConfig {
+  /** Path of the API, e.g. /v1 or /directlink/v1 (same origin as the portal). */
+  api: string;
+  /** Path of the portal, e.g. / or /directlink/ (always ends with a slash). */
+  portal: string;
+  /** REMESSA_LANG: the last fallback for the language. */
+  lang: string;
+  /** Minutes without activity after which the token is forgotten. */
+  idleMinutes: number;
+  page: PageKind;
+}
+
+function readConfig(): PortalConfig {
+  const raw = document.querySelector('meta[name="remessa-config"]')?.getAttribute('content') ?? '{}';
+  const parsed = JSON.parse(raw) as Partial<PortalConfig>;
+  const page = document.body.dataset['page'];
+  return {
+    api: parsed.api ?? '/v1',
+    portal: parsed.portal ?? '/',
+    lang: parsed.lang ?? 'pt',
+    idleMinutes: parsed.idleMinutes ?? 30,
+    page: page === 'landing' || page === 'change' ? page : 'app',
+  };
+}
+
+export const config: PortalConfig = readConfig();

@@ -1,0 +1,49 @@
+// Which language the portal speaks: lang query → the user's setting → the browser → REMESSA_LANG.
+import { config } from './config.js';
+import { browserLang, isLang, type Lang, setLang } from './i18n.js';
+import { getSession } from './session.js';
+
+const USER_LANG = 'remessa.userLang';
+
+export function queryLang(): Lang | null {
+  const v = new URLSearchParams(location.search).get('lang');
+  return isLang(v) ? v : null;
+}
+
+export function pickLang(): Lang {
+  const user = sessionStorage.getItem(USER_LANG);
+  return (
+    queryLang() ?? (isLang(user) ? user : null) ?? browserLang() ?? (isLang(config.lang) ? config.lang : 'pt')
+  );
+}
+
+/** The switcher writes `lang` into the address, so it wins like a lang query and survives reloads. */
+export function chooseLang(lang: Lang): void {
+  const url = new URL(location.href);
+  url.searchParams.set('lang', lang);
+  history.replaceState(history.state, '', url);
+  setLang(lang);
+}
+
+export function forgetUserLang(): void {
+  sessionStorage.removeItem(USER_LANG);
+}
+
+/** After sign-in: adopt the user's language (GET {portal}portal/me) unless the address names one. */
+export async function loadUserLang(): Promise<void> {
+  try {
+    const me = await fetch(`${config.portal}portal/me`, {
+      headers: { Authorization: `Bearer ${getSession()?.token ?? ''}`, Accept: 'application/json' },
+      credentials: 'omit',
+      cache: 'no-store',
+    });
+    if (!me.ok) return;
+    const body = (await me.json()) as { lang?: unknown };
+    if (isLang(body.lang)) {
+      sessionStorage.setItem(USER_LANG, body.lang);
+      if (!queryLang()) setLang(body.lang);
+    }
+  } catch {
+    // The language is a nicety; the page works without it.
+  }
+}

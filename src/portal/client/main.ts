@@ -1,0 +1,149 @@
+// Portal entry: picks the language, draws the header (navigation, language switcher, sign out) and
+// routes to a page. The app pages use hash routes (#/send …); the recipient landing page and the
+// password-change page are served by the server at their API URLs (body data-page).
+import { call } from './api.js';
+import { config } from './config.js';
+import { clear, h } from './dom.js';
+import { currentLang, isLang, LANG_NAMES, LANGS, setLang, t } from './i18n.js';
+import { chooseLang, forgetUserLang, pickLang } from './language.js';
+import type { PageContext } from './page-context.js';
+import { renderLanding } from './pages/landing.js';
+import { renderFileList } from './pages/lists.js';
+import { renderChange, renderRecovery } from './pages/password.js';
+import { renderSend } from './pages/send.js';
+import { renderSignIn } from './pages/sign-in.js';
+import { type EndReason, endSession, getSession, watchSession } from './session.js';
+
+let flash: string | null = null;
+let focusHeading = false;
+
+function route(): string {
+  return location.hash.replace(/^#/, '') || '/';
+}
+
+function languageSwitcher(): HTMLElement {
+  const select = h(
+    'select',
+    {
+      id: 'lang-switch',
+      onchange: (e) => {
+        const v = (e.target as HTMLSelectElement).value;
+        if (isLang(v)) {
+          chooseLang(v);
+          render();
+          document.getElementById('lang-switch')?.focus();
+        }
+      },
+    },
+    LANGS.map((l) => h('option', { value: l, lang: l, selected: l === currentLang() }, LANG_NAMES[l])),
+  );
+  return h('div', { class: 'lang' }, h('label', { for: 'lang-switch' }, t('language')), select);
+}
+
+function header(signedIn: boolean): HTMLElement {
+  const here = route();
+  const link = (hash: string, label: string) =>
+    h('li', {}, h('a', { href: `#${hash}`, 'aria-current': here === hash ? 'page' : null }, label));
+  const session = getSession();
+  return h(
+    'header',
+    { class: 'top' },
+    h(
+      'a',
+      { class: 'brand', href: config.page === 'app' ? (signedIn ? '#/send' : '#/') : config.portal },
+      'Remessa',
+    ),
+    signedIn &&
+      h(
+        'nav',
+        { 'aria-label': t('navLabel') },
+        h(
+          'ul',
+          {},
+          link('/send', t('navSend')),
+          link('/received', t('navReceived')),
+          link('/backup', t('navBackup')),
+        ),
+      ),
+    h(
+      'div',
+      { class: 'tools' },
+      languageSwitcher(),
+      session &&
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'secondary',
+            title: t('signedInAs', { user: session.user }),
+            onclick: signOut,
+          },
+          t('signOut'),
+        ),
+    ),
+  );
+}
+
+async function signOut(): Promise<void> {
+  try {
+    await call('/auth/logout', { method: 'POST', auth: 'bearer' });
+  } catch {
+    // Forget the token anyway: the server revokes it or it expires on its own.
+  }
+  endSession('signedOut');
+}
+
+let started = false;
+
+function onSessionEnd(reason: EndReason): void {
+  forgetUserLang();
+  const key = reason === 'idle' ? 'idleSignedOut' : reason === 'expired' ? 'sessionExpired' : 'signedOut';
+  flash = t(key, { minutes: config.idleMinutes });
+  if (config.page !== 'app') return;
+  // Replace the route without a hashchange event, so the message is drawn exactly once.
+  if (location.hash !== '#/') history.replaceState(history.state, '', '#/');
+  if (started) render();
+}
+
+export function render(): void {
+  document.body.replaceChildren();
+  const main = h('main', { id: 'main' });
+  const ctx: PageContext = {
+    main,
+    refresh: render,
+    go: (hash) => {
+      if (location.hash === hash) render();
+      else location.hash = hash;
+    },
+    flash,
+  };
+  flash = null;
+  const signedIn = getSession() !== null && config.page === 'app';
+  document.body.append(header(signedIn), main);
+  clear(main);
+  if (config.page === 'landing') renderLanding(ctx);
+  else if (config.page === 'change') renderChange(ctx);
+  else {
+    const r = route();
+    const needsSession = r === '/send' || r === '/received' || r === '/backup';
+    if (needsSession && !signedIn) renderSignIn(ctx);
+    else if (r === '/send') renderSend(ctx);
+    else if (r === '/received') renderFileList(ctx, 'area');
+    else if (r === '/backup') renderFileList(ctx, 'backup');
+    else if (r === '/forgot') renderRecovery(ctx, 'forgot');
+    else if (r === '/first-access') renderRecovery(ctx, 'first');
+    else if (signedIn) renderSend(ctx);
+    else renderSignIn(ctx);
+  }
+  if (focusHeading) main.querySelector('h1')?.focus();
+  focusHeading = false;
+}
+
+setLang(pickLang());
+watchSession(onSessionEnd);
+window.addEventListener('hashchange', () => {
+  focusHeading = true;
+  render();
+});
+started = true;
+render();

@@ -1,0 +1,175 @@
+// Password recovery and first access (GET {base}/auth/forgetParameters?u=, (ext) /auth/firstaccess?u=)
+// and the change page served at {base}/auth/change?lang=&k= (POST {base}/auth/changeParameters with
+// a JSON body, so passwords stay out of URLs). Statuses per DESIGN §6.
+import { ApiError, call, errorText } from '../api.js';
+import { config } from '../config.js';
+import { field, h, notice, pageHeading, put, say, swap } from '../dom.js';
+import { currentLang, t } from '../i18n.js';
+import type { PageContext } from '../page-context.js';
+
+function signInHref(): string {
+  return `${config.portal}?lang=${currentLang()}#/`;
+}
+
+export function renderRecovery(ctx: PageContext, kind: 'forgot' | 'first'): void {
+  const username = h('input', {
+    name: 'username',
+    autocomplete: 'username',
+    autocapitalize: 'none',
+    spellcheck: 'false',
+    required: true,
+    maxlength: 64,
+  });
+  const status = h('div', { class: 'status-slot' });
+  const submit = h('button', { type: 'submit' }, t('sendLink'));
+  const form = h(
+    'form',
+    {
+      class: 'card narrow',
+      novalidate: true,
+      onsubmit: async (e) => {
+        e.preventDefault();
+        const u = username.value.trim();
+        if (!u) {
+          say(status, 'error', t('unknownUser'));
+          username.focus();
+          return;
+        }
+        submit.disabled = true;
+        try {
+          const res = await call<{ linkURL?: string }>(
+            kind === 'forgot' ? '/auth/forgetParameters' : '/auth/firstaccess',
+            {
+              query: { u },
+            },
+          );
+          swap(
+            status,
+            notice('success', t('linkSentByMail')),
+            res.linkURL ? h('p', {}, h('a', { href: res.linkURL }, t('continueToChange'))) : null,
+          );
+        } catch (err) {
+          const s = err instanceof ApiError ? err.status : 0;
+          const text =
+            s === 401
+              ? t('unknownUser')
+              : s === 403
+                ? t(kind === 'forgot' ? 'cannotRecover' : 'notFirstAccess')
+                : errorText(err);
+          say(status, 'error', text);
+        } finally {
+          submit.disabled = false;
+        }
+      },
+    },
+    h('p', {}, t(kind === 'forgot' ? 'forgotIntro' : 'firstAccessIntro')),
+    field(t('username'), username),
+    status,
+    h('div', { class: 'actions' }, submit),
+    h('p', {}, h('a', { href: '#/' }, t('backToSignIn'))),
+  );
+  put(ctx.main, pageHeading(t(kind === 'forgot' ? 'forgotTitle' : 'firstAccessTitle')), form);
+}
+
+function changeErrorText(err: unknown): string {
+  const s = err instanceof ApiError ? err.status : 0;
+  if (s === 401) return t('changeTokenInvalid');
+  if (s === 403) return t('changeWrongCode');
+  if (s === 429) return t('tooManyCodes');
+  if (s === 400) return t('weakPassword');
+  return errorText(err);
+}
+
+export function renderChange(ctx: PageContext): void {
+  const k = new URLSearchParams(location.search).get('k') ?? '';
+  put(ctx.main, pageHeading(t('changeTitle')));
+  if (!k) {
+    put(
+      ctx.main,
+      notice('error', t('changeTokenInvalid')),
+      h('p', {}, h('a', { href: signInHref() }, t('goToSignIn'))),
+    );
+    return;
+  }
+  const status = h('div', { class: 'status-slot' });
+  const code = h('input', {
+    name: 'code',
+    inputmode: 'numeric',
+    autocomplete: 'one-time-code',
+    maxlength: 6,
+    required: true,
+  });
+  const pw = h('input', {
+    name: 'new-password',
+    type: 'password',
+    autocomplete: 'new-password',
+    required: true,
+  });
+  const pw2 = h('input', {
+    name: 'confirm-password',
+    type: 'password',
+    autocomplete: 'new-password',
+    required: true,
+  });
+  const sendCode = h('button', { type: 'button', class: 'secondary' }, t('sendCode'));
+  sendCode.addEventListener('click', async () => {
+    sendCode.disabled = true;
+    try {
+      await call('/auth/changeParameters', { method: 'POST', json: { k } });
+      say(status, 'success', t('codeSentByMail'));
+      code.focus();
+    } catch (err) {
+      say(status, 'error', changeErrorText(err));
+    } finally {
+      sendCode.disabled = false;
+    }
+  });
+  const submit = h('button', { type: 'submit' }, t('changePassword'));
+  const form = h(
+    'form',
+    {
+      class: 'card narrow',
+      novalidate: true,
+      onsubmit: async (e) => {
+        e.preventDefault();
+        if (!code.value.trim()) {
+          say(status, 'error', t('codeNeeded'));
+          code.focus();
+          return;
+        }
+        if (pw.value !== pw2.value) {
+          say(status, 'error', t('passwordsDiffer'));
+          pw2.focus();
+          return;
+        }
+        submit.disabled = true;
+        try {
+          await call('/auth/changeParameters', {
+            method: 'POST',
+            json: { k, p: code.value.trim(), z: pw.value },
+          });
+          form.replaceWith(
+            h(
+              'div',
+              { class: 'card narrow' },
+              notice('success', t('passwordChanged')),
+              h('p', {}, h('a', { href: signInHref() }, t('goToSignIn'))),
+            ),
+          );
+        } catch (err) {
+          say(status, 'error', changeErrorText(err));
+        } finally {
+          submit.disabled = false;
+        }
+      },
+    },
+    h('p', {}, t('changeIntro')),
+    h('div', { class: 'actions' }, sendCode),
+    field(t('code'), code),
+    field(t('newPassword'), pw, t('passwordRule')),
+    field(t('confirmPassword'), pw2),
+    status,
+    h('div', { class: 'actions' }, submit),
+  );
+  put(ctx.main, form);
+}

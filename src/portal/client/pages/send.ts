@@ -1,0 +1,310 @@
+// Send: choose or drop files, optional destination user / recipients / message, one upload request
+// per file with its own progress bar, speed and cancel button; each result link has a copy button.
+// Upload state lives at module level so a language switch or navigation does not lose it.
+import {
+  ApiError,
+  errorText,
+  type FileEntry,
+  type UploadHandle,
+  type UploadParams,
+  uploadFile,
+} from '../api.js';
+import { clear, field, h, nextId, notice, pageHeading, put, say } from '../dom.js';
+import { formatSize, formatSpeed } from '../format.js';
+import { t } from '../i18n.js';
+import type { PageContext } from '../page-context.js';
+import { touch } from '../session.js';
+
+type State = 'waiting' | 'uploading' | 'done' | 'failed' | 'cancelled';
+
+interface Upload {
+  id: string;
+  file: File;
+  params: UploadParams;
+  state: State;
+  loaded: number;
+  startedAt: number;
+  speed: number;
+  links: FileEntry[];
+  error: string;
+  handle: UploadHandle | null;
+  /** Redraws this upload's row (set while the Send page is on screen). */
+  redraw: () => void;
+}
+
+const PARALLEL = 2;
+const uploads: Upload[] = [];
+let chosen: File[] = [];
+const draft = { d: '', m: '', c: '', i: '' };
+
+function pump(): void {
+  while (uploads.filter((u) => u.state === 'uploading').length < PARALLEL) {
+    const next = uploads.find((u) => u.state === 'waiting');
+    if (!next) return;
+    start(next);
+  }
+}
+
+function start(u: Upload): void {
+  u.state = 'uploading';
+  u.startedAt = performance.now();
+  u.handle = uploadFile(u.file, u.params, (loaded) => {
+    u.loaded = loaded;
+    const seconds = (performance.now() - u.startedAt) / 1000;
+    u.speed = seconds > 0 ? loaded / seconds : 0;
+    touch();
+    u.redraw();
+  });
+  u.handle.done
+    .then(
+      (files) => {
+        u.state = 'done';
+        u.loaded = u.file.size;
+        u.links = files;
+      },
+      (err: unknown) => {
+        if (err instanceof DOMException && err.name === 'AbortError') u.state = 'cancelled';
+        else {
+          u.state = 'failed';
+          u.error = err instanceof ApiError && err.status === 401 ? t('sessionExpired') : errorText(err);
+        }
+      },
+    )
+    .finally(() => {
+      u.handle = null;
+      u.redraw();
+      pump();
+    });
+}
+
+function cancel(u: Upload): void {
+  if (u.state === 'waiting') {
+    u.state = 'cancelled';
+    u.redraw();
+  } else u.handle?.abort();
+}
+
+async function copy(text: string, input: HTMLInputElement, slot: HTMLElement): Promise<void> {
+  try {
+    await navigator.clipboard.writeText(text);
+    say(slot, 'success', t('copied'));
+  } catch {
+    // Plain-http deployments have no async clipboard: select the text so the user can copy it.
+    input.focus();
+    input.select();
+    const ok = document.execCommand('copy');
+    say(slot, ok ? 'success' : 'error', t(ok ? 'copied' : 'copyFailed'));
+  }
+}
+
+function linkRow(entry: FileEntry): HTMLElement {
+  const input = h('input', { type: 'text', readonly: true, value: entry.linkURL, class: 'link' });
+  const slot = h('div', { class: 'status-slot' });
+  return h(
+    'div',
+    { class: 'link-row' },
+    field(t('linkFor', { name: entry.name }), input),
+    h(
+      'button',
+      { type: 'button', class: 'secondary', onclick: () => copy(entry.linkURL, input, slot) },
+      t('copyLink'),
+    ),
+    slot,
+  );
+}
+
+function uploadRow(u: Upload): HTMLLIElement {
+  const li = h('li', { class: 'upload' });
+  u.redraw = () => {
+    const percent =
+      u.file.size > 0
+        ? Math.min(100, Math.floor((u.loaded / u.file.size) * 100))
+        : u.state === 'done'
+          ? 100
+          : 0;
+    const progress = h('progress', {
+      max: 100,
+      value: percent,
+      'aria-label': t('progressOf', { name: u.file.name }),
+      'aria-valuetext': `${percent}%`,
+    });
+    let status: HTMLElement;
+    if (u.state === 'uploading')
+      status = h('span', { class: 'upload-status' }, t('progress', { percent, speed: formatSpeed(u.speed) }));
+    else if (u.state === 'waiting') status = h('span', { class: 'upload-status' }, t('waiting'));
+    else if (u.state === 'done') status = notice('success', t('sent'));
+    else if (u.state === 'cancelled') status = notice('info', t('cancelled'));
+    else status = notice('error', u.error);
+    const busy = u.state === 'uploading' || u.state === 'waiting';
+    clear(li);
+    put(
+      li,
+      h(
+        'div',
+        { class: 'upload-head' },
+        h('span', { class: 'upload-name' }, u.file.name),
+        h('span', { class: 'upload-size' }, formatSize(u.file.size)),
+      ),
+      progress,
+      h(
+        'div',
+        { class: 'upload-foot' },
+        status,
+        busy &&
+          h(
+            'button',
+            {
+              type: 'button',
+              class: 'secondary small',
+              'aria-label': t('cancelFile', { name: u.file.name }),
+              onclick: () => cancel(u),
+            },
+            t('cancel'),
+          ),
+      ),
+      u.state === 'done' ? u.links.map(linkRow) : null,
+    );
+  };
+  // Progress events only touch the bar and the status text, so focus inside the row is kept.
+  const full = u.redraw;
+  u.redraw = () => {
+    const bar = li.querySelector('progress');
+    const statusEl = li.querySelector('.upload-status');
+    if (u.state === 'uploading' && bar && statusEl) {
+      const percent = u.file.size > 0 ? Math.min(100, Math.floor((u.loaded / u.file.size) * 100)) : 0;
+      bar.value = percent;
+      bar.setAttribute('aria-valuetext', `${percent}%`);
+      statusEl.textContent = t('progress', { percent, speed: formatSpeed(u.speed) });
+    } else full();
+  };
+  full();
+  return li;
+}
+
+export function renderSend(ctx: PageContext): void {
+  const input = h('input', { type: 'file', multiple: true, name: 'files', id: 'files' });
+  const chosenText = h('p', { class: 'hint', id: 'files-chosen', 'aria-live': 'polite' });
+  const showChosen = () => {
+    chosenText.textContent = chosen.length
+      ? `${t('chosenFiles', { count: chosen.length })}: ${chosen.map((f) => f.name).join(', ')}`
+      : '';
+  };
+  input.setAttribute('aria-describedby', 'files-hint files-chosen');
+  input.addEventListener('change', () => {
+    chosen = Array.from(input.files ?? []);
+    showChosen();
+  });
+  const drop = h(
+    'div',
+    { class: 'dropzone' },
+    h('label', { for: 'files' }, t('files')),
+    h('p', { class: 'hint', id: 'files-hint' }, t('dropHint')),
+    input,
+    chosenText,
+  );
+  drop.addEventListener('dragover', (e) => {
+    e.preventDefault();
+    drop.classList.add('dragging');
+  });
+  drop.addEventListener('dragleave', () => drop.classList.remove('dragging'));
+  drop.addEventListener('drop', (e) => {
+    e.preventDefault();
+    drop.classList.remove('dragging');
+    const files = Array.from(e.dataTransfer?.files ?? []);
+    if (files.length) {
+      chosen = files;
+      showChosen();
+    }
+  });
+
+  const d = h('input', {
+    name: 'd',
+    autocomplete: 'off',
+    autocapitalize: 'none',
+    spellcheck: 'false',
+    maxlength: 64,
+    value: draft.d,
+  });
+  const m = h('input', { name: 'm', type: 'text', inputmode: 'email', autocomplete: 'off', value: draft.m });
+  const c = h('input', { name: 'c', type: 'text', inputmode: 'tel', autocomplete: 'off', value: draft.c });
+  const i = h('textarea', { name: 'i', rows: 3, maxlength: 1000 });
+  i.value = draft.i;
+  for (const [key, el] of [
+    ['d', d],
+    ['m', m],
+    ['c', c],
+    ['i', i],
+  ] as const) {
+    el.addEventListener('input', () => {
+      draft[key] = el.value;
+    });
+  }
+  const status = h('div', { class: 'status-slot' });
+  const list = h('ul', { class: 'uploads' });
+  const listHeadingId = nextId('uploads');
+
+  const form = h(
+    'form',
+    {
+      class: 'card',
+      novalidate: true,
+      onsubmit: (e) => {
+        e.preventDefault();
+        if (chosen.length === 0) {
+          say(status, 'error', t('noFiles'));
+          input.focus();
+          return;
+        }
+        say(status, null);
+        const params: UploadParams = {
+          d: d.value.trim(),
+          m: m.value.trim(),
+          c: c.value.trim(),
+          i: i.value.trim(),
+        };
+        for (const file of chosen) {
+          const u: Upload = {
+            id: nextId('up'),
+            file,
+            params,
+            state: 'waiting',
+            loaded: 0,
+            startedAt: 0,
+            speed: 0,
+            links: [],
+            error: '',
+            handle: null,
+            redraw: () => {},
+          };
+          uploads.push(u);
+          put(list, uploadRow(u));
+        }
+        chosen = [];
+        input.value = '';
+        showChosen();
+        pump();
+      },
+    },
+    drop,
+    field(t('destination'), d, t('destinationHint')),
+    field(t('emails'), m, t('emailsHint')),
+    field(t('mobiles'), c, t('mobilesHint')),
+    field(t('message'), i, t('messageHint')),
+    status,
+    h('div', { class: 'actions' }, h('button', { type: 'submit' }, t('send'))),
+  );
+  put(list, ...uploads.map(uploadRow));
+  showChosen();
+  put(
+    ctx.main,
+    pageHeading(t('sendTitle')),
+    ctx.flash ? notice('info', ctx.flash) : null,
+    form,
+    h(
+      'section',
+      { 'aria-labelledby': listHeadingId, class: 'card' },
+      h('h2', { id: listHeadingId }, t('uploads')),
+      list,
+    ),
+  );
+}

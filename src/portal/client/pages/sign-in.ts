@@ -1,0 +1,76 @@
+// Sign in: username + password → POST {base}/auth/login with Basic; clear words on 401 and lockout.
+import { ApiError, call, errorText } from '../api.js';
+import { field, h, notice, pageHeading, put, say } from '../dom.js';
+import { t } from '../i18n.js';
+import { loadUserLang } from '../language.js';
+import type { PageContext } from '../page-context.js';
+import { startSession } from '../session.js';
+
+export function renderSignIn(ctx: PageContext): void {
+  const username = h('input', {
+    name: 'username',
+    autocomplete: 'username',
+    autocapitalize: 'none',
+    spellcheck: 'false',
+    required: true,
+    maxlength: 64,
+  });
+  const password = h('input', {
+    name: 'password',
+    type: 'password',
+    autocomplete: 'current-password',
+    required: true,
+  });
+  const status = h('div', { class: 'status-slot' });
+  const submit = h('button', { type: 'submit' }, t('signIn'));
+
+  const form = h(
+    'form',
+    {
+      class: 'card narrow',
+      novalidate: true,
+      onsubmit: async (e) => {
+        e.preventDefault();
+        if (!username.value.trim() || !password.value) {
+          say(status, 'error', t('badCredentials'));
+          (username.value.trim() ? password : username).focus();
+          return;
+        }
+        submit.disabled = true;
+        say(status, 'info', t('loading'));
+        try {
+          const user = username.value.trim();
+          const res = await call<{ bearer: string }>('/auth/login', {
+            method: 'POST',
+            auth: { basic: { user, password: password.value } },
+          });
+          startSession({ token: res.bearer, user: res.user ?? user });
+          await loadUserLang();
+          ctx.go('#/send');
+        } catch (err) {
+          const locked = err instanceof ApiError && err.status === 401 && /lock/i.test(err.detail ?? '');
+          const text =
+            err instanceof ApiError && err.status === 401
+              ? t(locked ? 'lockedOut' : 'badCredentials')
+              : errorText(err);
+          say(status, 'error', text);
+          password.value = '';
+          password.focus();
+        } finally {
+          submit.disabled = false;
+        }
+      },
+    },
+    field(t('username'), username),
+    field(t('password'), password),
+    status,
+    h('div', { class: 'actions' }, submit),
+    h(
+      'ul',
+      { class: 'links' },
+      h('li', {}, h('a', { href: '#/forgot' }, t('forgotPassword'))),
+      h('li', {}, h('a', { href: '#/first-access' }, t('firstAccess'))),
+    ),
+  );
+  put(ctx.main, pageHeading(t('signInTitle')), ctx.flash ? notice('info', ctx.flash) : null, form);
+}

@@ -1,0 +1,108 @@
+// Real-browser helpers for portal tests: Debian's Chromium driven by playwright-core (never a
+// downloaded browser), CSP-violation capture, an axe-core scan and screenshots under test-results/.
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+
+export const CHROMIUM = '/usr/bin/chromium';
+export const PHONE = { width: 360, height: 740 };
+export const DESKTOP = { width: 1280, height: 800 };
+const SHOTS = path.resolve('test-results/portal');
+
+export async function launchBrowser(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+      '--disable-quic',
+    ],
+  });
+}
+
+export interface OpenedPage {
+  context: BrowserContext;
+  page: Page;
+  /** Console messages and securitypolicyviolation events that mention the CSP. */
+  cspViolations: string[];
+  /** Every console error (for debugging failures). */
+  consoleErrors: string[];
+  close(): Promise<void>;
+}
+
+export async function openPage(
+  browser: Browser,
+  opts: { viewport?: { width: number; height: number }; locale?: string } = {},
+): Promise<OpenedPage> {
+  const context = await browser.newContext({
+    viewport: opts.viewport ?? DESKTOP,
+    locale: opts.locale ?? 'en-US',
+    serviceWorkers: 'block',
+  });
+  const page = await context.newPage();
+  const cspViolations: string[] = [];
+  const consoleErrors: string[] = [];
+  page.on('console', (msg) => {
+    const text = msg.text();
+    if (/content security policy/i.test(text)) cspViolations.push(text);
+    if (msg.type() === 'error') consoleErrors.push(text);
+  });
+  page.on('pageerror', (err) => consoleErrors.push(`pageerror: ${err.message}`));
+  await context.exposeBinding('__cspViolation', (_source, text: string) => {
+    cspViolations.push(text);
+  });
+  await context.addInitScript(() => {
+    document.addEventListener('securitypolicyviolation', (e) => {
+      const w = window as unknown as { __cspViolation?: (s: string) => void };
+      w.__cspViolation?.(`${e.violatedDirective} blocked ${e.blockedURI}`);
+    });
+  });
+  return { context, page, cspViolations, consoleErrors, close: () => context.close() };
+}
+
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+export interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  targets: string[];
+}
+
+/** Runs axe-core (WCAG 2 A/AA rules) on the page; returns serious and critical violations. */
+export async function seriousAxeViolations(page: Page): Promise<AxeViolation[]> {
+  // Runtime evaluation is not subject to the page's CSP, so the strict policy stays on.
+  await page.evaluate(axeSource);
+  const violations = await page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run(ctx: Document, opts: object): Promise<AxeResults> } }).axe;
+    interface AxeResults {
+      violations: { id: string; impact: string | null; help: string; nodes: { target: string[] }[] }[];
+    }
+    const res = await axe.run(document, {
+      runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] },
+    });
+    return res.violations.map((v) => ({
+      id: v.id,
+      impact: v.impact,
+      help: v.help,
+      targets: v.nodes.map((n) => n.target.join(' ')),
+    }));
+  });
+  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+}
+
+/** True when the page is wider than the viewport (horizontal scrolling). */
+export async function scrollsSideways(page: Page): Promise<boolean> {
+  return page.evaluate(() => document.documentElement.scrollWidth > document.documentElement.clientWidth);
+}
+
+export async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(SHOTS, { recursive: true });
+  await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+}
