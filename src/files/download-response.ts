@@ -95,7 +95,10 @@ class DownloadMeter extends Transform {
   }
   override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
     this.bytes += chunk.length;
-    if (!this.hash) return cb(null, chunk);
+    if (!this.hash) {
+      cb(null, chunk);
+      return;
+    }
     this.hash.update(chunk);
     const prev = this.held;
     this.held = chunk;

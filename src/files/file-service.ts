@@ -63,7 +63,7 @@ export class FileService {
   async destination(caller: UserRow, d: string | undefined): Promise<UserRow> {
     if (d === undefined || d === '') return caller;
     const owner = await this.users.find(d);
-    if (!owner || !owner.enabled) throw badRequest('d: no such user');
+    if (!owner?.enabled) throw badRequest('d: no such user');
     return owner;
   }
 

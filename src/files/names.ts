@@ -3,6 +3,7 @@
 import { badRequest } from '../errors.js';
 
 // C0/C1 controls, DEL, and Unicode bidi overrides (which can disguise an extension).
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
 
 export function sanitizeFileName(raw: string): string {
