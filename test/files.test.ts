@@ -1,0 +1,401 @@
+// Upload, download, lists and the area → backup → purge lifecycle over real HTTP (issue 3).
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { bytes, type FileEntry, footprint, listArea, uploadMultipart, uploadRaw } from './helpers/files.js';
+import {
+  basic,
+  call,
+  ERROR_KEYS,
+  errorKeys,
+  GO_TIME,
+  startTestServer,
+  type TestServer,
+} from './helpers/server.js';
+
+const DAY = 24 * 3600 * 1000;
+const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+async function bearer(t: TestServer, name: string, password: string): Promise<string> {
+  const r = await call(`${t.base}/oauth2/token`, {
+    method: 'POST',
+    headers: { Content_type: 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'password', username: name, password }).toString(),
+  });
+  return `Bearer ${String(r.body['access_token'])}`;
+}
+
+async function download(url: string, headers: Record<string, string> = {}, method = 'GET') {
+  const res = await fetch(url, { headers, method });
+  return { res, body: Buffer.from(await res.arrayBuffer()) };
+}
+
+describe('upload and download', () => {
+  let t: TestServer;
+  const alice = basic('alice', 'alice-password');
+  before(async () => {
+    t = await startTestServer();
+    await t.createUser('alice', 'alice-password');
+    await t.createUser('bob', 'bob-password', { lang: 'en' });
+    const off = await t.createUser('offline', 'offline-password');
+    await t.server.services.users.setEnabled(off.name, false);
+  });
+  after(() => t.close());
+
+  test('a Bearer upload into another user’s area answers the Download list exactly', async () => {
+    const data = bytes(200_000);
+    const r = await uploadMultipart(
+      t,
+      await bearer(t, 'alice', 'alice-password'),
+      [{ name: 'anything', filename: 'x.bin', data }],
+      {
+        file: 'relatório final.pdf',
+        d: 'bob',
+      },
+    );
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.deepEqual(Object.keys(r.body), ['status', 'description', 'apiver', 'time', 'user', 'files']);
+    assert.equal(r.body['status'], 0);
+    assert.equal(r.body['description'], 'handlerDownloadList:succsessfully');
+    assert.equal(r.body['user'], 'alice');
+    assert.match(String(r.body['time']), GO_TIME);
+    const [f] = r.body['files'] as FileEntry[];
+    assert.deepEqual(Object.keys(f!), ['id', 'name', 'length', 'modified', 'linkURL', 'sha256', 'expires']);
+    assert.equal(typeof f!.id, 'number');
+    assert.equal(f!.name, 'relatório final.pdf');
+    assert.equal(f!.length, data.length);
+    assert.match(String(f!.modified), /^\d{13}$/);
+    assert.equal(f!.sha256, sha(data));
+    assert.equal(f!.expires, f!.modified + 7 * DAY);
+    const escaped = t.base.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    assert.match(f!.linkURL, new RegExp(`^${escaped}/download/file\\?lang=pt&k=[A-Za-z0-9_-]{43}$`));
+
+    // bob sees it in his area, with the link in his language, and downloads it byte-identical.
+    const listed = await listArea(t, 'bob', 'bob-password');
+    const mine = listed.find((e) => e.id === f!.id)!;
+    assert.equal(mine.name, 'relatório final.pdf');
+    assert.equal(new URL(mine.linkURL).searchParams.get('k'), new URL(f!.linkURL).searchParams.get('k'));
+    assert.equal(new URL(mine.linkURL).searchParams.get('lang'), 'en');
+    assert.deepEqual(await listArea(t, 'alice', 'alice-password'), []);
+
+    const { res, body } = await download(mine.linkURL);
+    assert.equal(res.status, 200);
+    assert.ok(body.equals(data));
+    assert.equal(res.headers.get('content-type'), 'application/pdf');
+    assert.equal(res.headers.get('content-length'), String(data.length));
+    assert.equal(res.headers.get('etag'), `"${sha(data)}"`);
+    assert.equal(res.headers.get('accept-ranges'), 'bytes');
+    assert.equal(res.headers.get('last-modified'), new Date(f!.modified).toUTCString());
+    assert.equal(
+      res.headers.get('content-disposition'),
+      `attachment; filename="relat_rio final.pdf"; filename*=UTF-8''relat%C3%B3rio%20final.pdf`,
+    );
+  });
+
+  test('resume with Range: two halves make the file; unsatisfiable → 416; HEAD; conditional GET → 304', async () => {
+    const data = bytes(300_001);
+    const up = await uploadRaw(t, alice, data, { file: 'resume.bin' });
+    assert.equal(up.status, 200);
+    const link = (up.body['files'] as FileEntry[])[0]!.linkURL;
+
+    const first = await download(link, { Range: 'bytes=0-99999' });
+    assert.equal(first.res.status, 206);
+    assert.equal(first.res.headers.get('content-range'), `bytes 0-99999/${data.length}`);
+    assert.equal(first.res.headers.get('content-length'), '100000');
+    const rest = await download(link, { Range: 'bytes=100000-' });
+    assert.equal(rest.res.status, 206);
+    assert.ok(Buffer.concat([first.body, rest.body]).equals(data));
+    const suffix = await download(link, { Range: 'bytes=-10' });
+    assert.ok(suffix.body.equals(data.subarray(-10)));
+
+    const bad = await call(link, { headers: { Range: `bytes=${data.length}-` } });
+    assert.equal(bad.status, 416);
+    assert.equal(bad.headers.get('content-range'), `bytes */${data.length}`);
+    assert.equal(bad.body['description'], 'Range Not Satisfiable');
+
+    const head = await download(link, {}, 'HEAD');
+    assert.equal(head.res.status, 200);
+    assert.equal(head.res.headers.get('content-length'), String(data.length));
+    assert.equal(head.body.length, 0);
+
+    const etag = head.res.headers.get('etag')!;
+    assert.equal((await download(link, { 'If-None-Match': etag })).res.status, 304);
+    const lm = head.res.headers.get('last-modified')!;
+    assert.equal((await download(link, { 'If-Modified-Since': lm })).res.status, 304);
+    // A stale If-Range means "send it all".
+    const ifRange = await download(link, { Range: 'bytes=0-9', 'If-Range': '"other"' });
+    assert.equal(ifRange.res.status, 200);
+    assert.equal(ifRange.body.length, data.length);
+  });
+
+  test('several parts in one request keep their own names; a name taken in the area gets " (1)", " (2)"', async () => {
+    const a = bytes(1000);
+    const b = bytes(2000);
+    const r = await uploadMultipart(t, alice, [
+      { filename: 'report.txt', data: a },
+      { filename: 'report.txt', data: b },
+      { filename: 'README', data: a },
+    ]);
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.deepEqual(
+      (r.body['files'] as FileEntry[]).map((f) => [f.name, f.length]),
+      [
+        ['report.txt', 1000],
+        ['report (1).txt', 2000],
+        ['README', 1000],
+      ],
+    );
+    const again = await uploadMultipart(t, alice, [{ filename: 'ignored.txt', data: a }], {
+      file: 'report.txt',
+    });
+    assert.equal((again.body['files'] as FileEntry[])[0]!.name, 'report (2).txt');
+    // Windows-style full paths keep only the last part.
+    const win = await uploadRaw(t, alice, a, { file: 'C:\\Users\\ana\\notes.txt' });
+    assert.equal((win.body['files'] as FileEntry[])[0]!.name, 'notes.txt');
+  });
+
+  const refused: [string, () => Promise<{ status: number; body: Record<string, unknown> }>, number][] = [
+    ['no file name anywhere', () => uploadRaw(t, alice, bytes(10), {}), 400],
+    [
+      'a part without filename and no file query',
+      () => uploadMultipart(t, alice, [{ data: bytes(10) }]),
+      400,
+    ],
+    [
+      'empty multipart',
+      () =>
+        call(`${t.base}/upload?file=a.txt`, {
+          method: 'POST',
+          headers: { Authorization: alice },
+          body: new FormData(),
+        }),
+      400,
+    ],
+    ['path traversal', () => uploadRaw(t, alice, bytes(10), { file: '../../etc/passwd' }), 400],
+    ['control characters', () => uploadRaw(t, alice, bytes(10), { file: 'bad\u0007name.txt' }), 400],
+    ['bidi override', () => uploadRaw(t, alice, bytes(10), { file: 'invoice\u202Efdp.exe' }), 400],
+    ['a dot name', () => uploadRaw(t, alice, bytes(10), { file: '..' }), 400],
+    ['a name over 255 bytes', () => uploadRaw(t, alice, bytes(10), { file: `${'é'.repeat(128)}.txt` }), 400],
+    ['unknown destination user', () => uploadRaw(t, alice, bytes(10), { file: 'a.txt', d: 'nobody' }), 400],
+    ['disabled destination user', () => uploadRaw(t, alice, bytes(10), { file: 'a.txt', d: 'offline' }), 400],
+    [
+      'a body that is neither multipart nor octet-stream',
+      () =>
+        call(`${t.base}/upload?file=a.txt`, {
+          method: 'POST',
+          headers: { Authorization: alice, 'Content-Type': 'application/json' },
+          body: '{}',
+        }),
+      400,
+    ],
+    ['no credentials', () => call(`${t.base}/upload?file=a.txt`, { method: 'POST', body: 'x' }), 401],
+    ['a wrong password', () => uploadRaw(t, basic('alice', 'nope-nope'), bytes(10), { file: 'a.txt' }), 401],
+  ];
+  for (const [name, attempt, status] of refused) {
+    test(`upload refused (${name}) → ${status} envelope, nothing stored`, async () => {
+      const before = await footprint(t);
+      const r = await attempt();
+      assert.equal(r.status, status, JSON.stringify(r.body));
+      assert.deepEqual(errorKeys(r.body), ERROR_KEYS);
+      assert.equal(r.body['status'], status);
+      assert.deepEqual(await footprint(t), before);
+    });
+  }
+
+  test('download tokens: missing → 400, unknown → 401, wrong method → 405, all as envelopes', async () => {
+    const missing = await call(`${t.base}/download/file`);
+    assert.equal(missing.status, 400);
+    assert.deepEqual(errorKeys(missing.body), ERROR_KEYS);
+    const unknown = await call(`${t.base}/download/file?k=${'A'.repeat(43)}`);
+    assert.equal(unknown.status, 401);
+    assert.equal(unknown.body['description'], 'Unauthorized');
+    const noZ = await call(`${t.base}/download/file/backup`);
+    assert.equal(noZ.status, 400);
+    const wrong = await call(`${t.base}/upload`);
+    assert.equal(wrong.status, 405);
+    assert.equal(wrong.body['description'], 'Method Not Allowed');
+  });
+
+  test('lists need a positive integer page and credentials', async () => {
+    for (const page of ['', '?page=0', '?page=-1', '?page=abc', '?page=1.5']) {
+      const r = await call(`${t.base}/download/list${page}`, { headers: { Authorization: alice } });
+      assert.equal(r.status, 400, page);
+      assert.deepEqual(errorKeys(r.body), ERROR_KEYS);
+    }
+    const anon = await call(`${t.base}/download/list?page=1`);
+    assert.equal(anon.status, 401);
+    const ok = await call(`${t.base}/download/list/backup?page=1`, {
+      headers: { Authorization: await bearer(t, 'alice', 'alice-password') },
+    });
+    assert.equal(ok.status, 200);
+    assert.deepEqual(Object.keys(ok.body), ['status', 'description', 'apiver', 'time', 'user', 'files']);
+    assert.equal(ok.body['description'], 'handlerDownloadList:succsessfully');
+  });
+
+  test('uploads and downloads are audited with user, file, bytes and remote address', async () => {
+    const events = await t.server.services.audit.query({});
+    const up = events.find((e) => e.event === 'upload' && e.user_name === 'alice');
+    assert.ok(up?.file_id);
+    assert.equal(up.remote, '127.0.0.1');
+    assert.match(up.detail ?? '', /"bytes":\d+/);
+    const down = events.find((e) => e.event === 'download');
+    assert.ok(down?.file_id);
+    assert.match(down.detail ?? '', /"bytes":\d+/);
+    assert.match(down.detail ?? '', /"link":\d+/);
+    assert.ok(!t.logs.join('\n').includes('k=A'), 'download tokens are redacted in logs');
+  });
+});
+
+describe('paging', () => {
+  test('oldest first, 100 a page, empty past the end', async () => {
+    const t = await startTestServer();
+    try {
+      await t.createUser('pager', 'pager-password');
+      const auth = basic('pager', 'pager-password');
+      // One request with many parts keeps this quick.
+      const parts = Array.from({ length: 130 }, (_, i) => ({
+        filename: `f${String(i).padStart(3, '0')}.txt`,
+        data: Buffer.from(String(i)),
+      }));
+      const r = await uploadMultipart(t, auth, parts);
+      assert.equal(r.status, 200, JSON.stringify(r.body).slice(0, 300));
+      const p1 = await listArea(t, 'pager', 'pager-password', 1);
+      const p2 = await listArea(t, 'pager', 'pager-password', 2);
+      const p3 = await listArea(t, 'pager', 'pager-password', 3);
+      assert.equal(p1.length, 100);
+      assert.equal(p2.length, 30);
+      assert.deepEqual(p3, []);
+      assert.equal(p1[0]!.name, 'f000.txt');
+      assert.equal(p2[29]!.name, 'f129.txt');
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('lifecycle: area → backup → purge', () => {
+  test('link validity ends: the sweeper retires to backup, the backup link works, then the file is purged', async () => {
+    const t = await startTestServer({
+      env: { REMESSA_LINK_DAYS: '2', REMESSA_BACKUP_DAYS: '3' },
+      startWorkers: false,
+    });
+    try {
+      await t.createUser('life', 'life-password');
+      const data = bytes(5000);
+      const up = await uploadRaw(t, basic('life', 'life-password'), data, { file: 'old.txt' });
+      const entry = (up.body['files'] as FileEntry[])[0]!;
+      const token = new URL(entry.linkURL).searchParams.get('k')!;
+      const sweep = () => t.server.workers.get('file-sweeper')!.runOnce();
+
+      t.clock.advance(2 * DAY - 60_000);
+      await sweep();
+      assert.equal((await download(entry.linkURL)).res.status, 200, 'still inside its validity');
+
+      t.clock.advance(120_000);
+      await sweep();
+      assert.equal((await call(entry.linkURL)).status, 401, 'the area link is over');
+      assert.deepEqual(await listArea(t, 'life', 'life-password'), []);
+      const [backup] = await listArea(t, 'life', 'life-password', 1, true);
+      assert.equal(backup!.id, entry.id);
+      assert.match(backup!.linkURL, /\/download\/file\/backup\?lang=pt&z=/);
+      assert.equal(new URL(backup!.linkURL).searchParams.get('z'), token, 'the same token serves the backup');
+      const fromBackup = await download(backup!.linkURL);
+      assert.equal(fromBackup.res.status, 200);
+      assert.ok(fromBackup.body.equals(data));
+      // The area name is free again.
+      const again = await uploadRaw(t, basic('life', 'life-password'), data, { file: 'old.txt' });
+      assert.equal((again.body['files'] as FileEntry[])[0]!.name, 'old.txt');
+
+      t.clock.advance(3 * DAY);
+      await sweep();
+      assert.equal((await call(backup!.linkURL)).status, 401);
+      assert.deepEqual(await listArea(t, 'life', 'life-password', 1, true), []);
+      const fp = await footprint(t);
+      assert.equal(fp.files, 1, 'only the re-upload is left');
+      assert.equal(fp.blobs, 1);
+      const events = (await t.server.services.audit.query({})).map((e) => e.event);
+      assert.ok(events.includes('file.retired'));
+      assert.ok(events.includes('file.purged'));
+    } finally {
+      await t.close();
+    }
+  });
+
+  test('REMESSA_BACKUP_DAYS=0 purges at once when the link ends', async () => {
+    const t = await startTestServer({
+      env: { REMESSA_LINK_DAYS: '1', REMESSA_BACKUP_DAYS: '0' },
+      startWorkers: false,
+    });
+    try {
+      await t.createUser('zero', 'zero-password');
+      await uploadRaw(t, basic('zero', 'zero-password'), bytes(10), { file: 'a.txt' });
+      t.clock.advance(DAY + 1);
+      await t.server.workers.get('file-sweeper')!.runOnce();
+      assert.deepEqual(await footprint(t), { blobs: 0, temps: 0, files: 0, links: 0 });
+    } finally {
+      await t.close();
+    }
+  });
+
+  test('mailbox mode: only a complete download retires the file; Range and HEAD do not', async () => {
+    const t = await startTestServer({ env: { REMESSA_RETIRE_ON_DOWNLOAD: 'true' } });
+    try {
+      await t.createUser('mbox', 'mbox-password');
+      const data = bytes(4 * 1024 * 1024);
+      const up = await uploadRaw(t, basic('mbox', 'mbox-password'), data, { file: 'once.bin' });
+      const link = (up.body['files'] as FileEntry[])[0]!.linkURL;
+      assert.equal((await download(link, {}, 'HEAD')).res.status, 200);
+      assert.equal((await download(link, { Range: 'bytes=0-1023' })).res.status, 206);
+      // An aborted download: read a little, then drop the connection.
+      const ac = new AbortController();
+      const res = await fetch(link, { signal: ac.signal });
+      const reader = res.body!.getReader();
+      await reader.read();
+      ac.abort();
+      await new Promise((r) => setTimeout(r, 200));
+      const still = await download(link);
+      assert.equal(still.res.status, 200, 'aborted download did not retire it');
+      assert.ok(still.body.equals(data));
+      const { eventually } = await import('./helpers/peers.js');
+      await eventually(async () => (await call(link)).status === 401);
+      const [b] = await listArea(t, 'mbox', 'mbox-password', 1, true);
+      assert.equal(b!.name, 'once.bin');
+    } finally {
+      await t.close();
+    }
+  });
+
+  test('two instances sweeping the same database at once retire and purge each file exactly once', async () => {
+    const a = await startTestServer({
+      env: { REMESSA_LINK_DAYS: '1', REMESSA_BACKUP_DAYS: '1' },
+      startWorkers: false,
+    });
+    const b = await startTestServer({
+      dataDir: a.dataDir,
+      env: { REMESSA_LINK_DAYS: '1', REMESSA_BACKUP_DAYS: '1' },
+      startWorkers: false,
+    });
+    try {
+      await a.createUser('multi', 'multi-password');
+      const parts = Array.from({ length: 40 }, (_, i) => ({ filename: `m${i}.txt`, data: bytes(100) }));
+      assert.equal((await uploadMultipart(a, basic('multi', 'multi-password'), parts)).status, 200);
+      for (const s of [a, b]) s.clock.advance(DAY + 1);
+      await Promise.all([
+        a.server.workers.get('file-sweeper')!.runOnce(),
+        b.server.workers.get('file-sweeper')!.runOnce(),
+      ]);
+      for (const s of [a, b]) s.clock.advance(DAY + 1);
+      await Promise.all([
+        a.server.workers.get('file-sweeper')!.runOnce(),
+        b.server.workers.get('file-sweeper')!.runOnce(),
+      ]);
+      const events = await a.server.services.audit.query({});
+      assert.equal(events.filter((e) => e.event === 'file.retired').length, 40);
+      assert.equal(events.filter((e) => e.event === 'file.purged').length, 40);
+      assert.deepEqual(await footprint(a), { blobs: 0, temps: 0, files: 0, links: 0 });
+    } finally {
+      await b.close();
+      await a.close();
+    }
+  });
+});

@@ -1,0 +1,83 @@
+// Helpers for file-transfer tests: uploads over real HTTP and a look at what the server left on
+// disk and in the database (to prove failures leave nothing behind).
+import { randomBytes } from 'node:crypto';
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { basic, call, type TestServer } from './server.js';
+
+export interface FileEntry {
+  id: number;
+  name: string;
+  length: number;
+  modified: number;
+  linkURL: string;
+  sha256: string;
+  expires: number;
+}
+
+export function bytes(n: number): Buffer {
+  return randomBytes(n);
+}
+
+export async function uploadMultipart(
+  t: TestServer,
+  auth: string,
+  parts: { name?: string; filename?: string; data: Buffer }[],
+  query: Record<string, string> = {},
+) {
+  const form = new FormData();
+  for (const [i, p] of parts.entries()) {
+    form.append(p.name ?? `part${i}`, new Blob([new Uint8Array(p.data)]), p.filename ?? '');
+  }
+  const qs = new URLSearchParams(query).toString();
+  return call(`${t.base}/upload${qs ? `?${qs}` : ''}`, {
+    method: 'POST',
+    headers: { Authorization: auth },
+    body: form,
+  });
+}
+
+export function uploadRaw(t: TestServer, auth: string, data: Buffer, query: Record<string, string>) {
+  return call(`${t.base}/upload?${new URLSearchParams(query)}`, {
+    method: 'POST',
+    headers: { Authorization: auth, 'Content-Type': 'application/octet-stream' },
+    body: new Uint8Array(data),
+  });
+}
+
+export async function listArea(t: TestServer, name: string, password: string, page = 1, backup = false) {
+  const r = await call(`${t.base}/download/list${backup ? '/backup' : ''}?page=${page}`, {
+    headers: { Authorization: basic(name, password) },
+  });
+  return r.body['files'] as FileEntry[];
+}
+
+async function walk(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) out.push(...(await walk(p)));
+    else out.push(p);
+  }
+  return out;
+}
+
+/** What the data dir and the database hold: blob files, temp files, file rows and links. */
+export async function footprint(t: TestServer) {
+  const { db } = t.server.services;
+  const count = async (table: 'files' | 'links') =>
+    Number(
+      (
+        await db
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+  return {
+    blobs: (await walk(path.join(t.dataDir, 'blobs'))).length,
+    temps: (await walk(path.join(t.dataDir, 'tmp'))).length,
+    files: await count('files'),
+    links: await count('links'),
+  };
+}
