@@ -73,19 +73,17 @@ export class LocalBlobStore implements BlobStore {
     const meter = new MeteredHash(opts.maxBytes);
     const fh = await open(tmp, 'wx', 0o600);
     try {
-      await pipeline(
-        source,
-        meter,
-        createWriteStream('', { fd: fh, highWaterMark: 1 << 20, autoClose: false }),
-      );
-      await fh.sync();
-      await fh.close();
+      // The stream owns the handle: `flush` makes it fsync before it closes, and the pipeline only
+      // settles after that close. (With `autoClose: false` the stream keeps a reference on the
+      // FileHandle forever and a later `fh.close()` never settles on Node 20: uploads hung.)
+      await pipeline(source, meter, createWriteStream('', { fd: fh, highWaterMark: 1 << 20, flush: true }));
       const final = this.pathOf(key);
       await mkdir(path.dirname(final), { recursive: true, mode: 0o700 });
       await rename(tmp, final);
       await fsyncPath(path.dirname(final));
       return { key, length: meter.bytes, sha256: meter.digest() };
     } catch (err) {
+      // A no-op when the stream already closed it.
       await fh.close().catch(() => {});
       await unlink(tmp).catch(() => {});
       // Make sure the source is drained/destroyed so the socket is not left half-read.
