@@ -1,0 +1,588 @@
+// Transfer benchmark: uploads and downloads one large file over loopback to Remessa and to nginx
+// (the reference) with the same client (curl), reporting MB/s and each server's peak resident memory.
+// A script, not a test: `npm run build && npm run bench -- --size 2GiB --runs 3`.
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { randomFillSync } from 'node:crypto';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { open, readdir, readFile, rm, unlink, writeFile } from 'node:fs/promises';
+import { connect, createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const MiB = 1024 * 1024;
+const DEADLINE_MS = 10 * 60 * 1000;
+
+interface Options {
+  size: number;
+  runs: number;
+  multipart: boolean;
+  nginx: boolean;
+  out: string;
+  tmp: string;
+  nodeArgs: string[];
+}
+
+function parseSize(text: string): number {
+  const m = /^(\d+(?:\.\d+)?)\s*(b|kib|mib|gib|k|m|g)?$/i.exec(text.trim());
+  if (!m) throw new Error(`not a size: ${text} (e.g. 1GiB, 512MiB)`);
+  const unit = (m[2] ?? 'b').toLowerCase();
+  const mult: Record<string, number> = {
+    b: 1,
+    k: 1024,
+    kib: 1024,
+    m: MiB,
+    mib: MiB,
+    g: 1024 * MiB,
+    gib: 1024 * MiB,
+  };
+  const bytes = Math.round(Number(m[1]) * (mult[unit] ?? 1));
+  if (bytes < MiB) throw new Error('size must be at least 1 MiB');
+  return bytes - (bytes % MiB);
+}
+
+function options(): Options {
+  const { values } = parseArgs({
+    options: {
+      size: { type: 'string', default: '1GiB' },
+      runs: { type: 'string', default: '3' },
+      'no-multipart': { type: 'boolean', default: false },
+      'no-nginx': { type: 'boolean', default: false },
+      out: { type: 'string', default: path.join(ROOT, 'bench-results') },
+      tmp: { type: 'string', default: os.tmpdir() },
+      'node-arg': { type: 'string', multiple: true, default: [] },
+      help: { type: 'boolean', default: false },
+    },
+  });
+  if (values.help) {
+    console.log(`usage: npm run bench -- [--size 1GiB] [--runs 3] [--no-multipart] [--no-nginx]
+                   [--out bench-results] [--tmp DIR] [--node-arg=--cpu-prof ...]
+  --size        test file size (B, KiB, MiB, GiB); default 1GiB
+  --runs        measurements per case, the median is reported; default 3
+  --no-multipart  skip the multipart/form-data upload variant
+  --no-nginx    skip the nginx reference
+  --node-arg    extra node option for the Remessa server process (repeatable)`);
+    process.exit(0);
+  }
+  const runs = Number(values.runs);
+  if (!Number.isInteger(runs) || runs < 1 || runs > 9) throw new Error('--runs must be 1..9');
+  return {
+    size: parseSize(values.size),
+    runs,
+    multipart: !values['no-multipart'],
+    nginx: !values['no-nginx'],
+    out: path.resolve(values.out),
+    tmp: path.resolve(values.tmp),
+    nodeArgs: values['node-arg'],
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Processes, ports, memory sampling
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForPort(port: number, child: ChildProcess, what: string): Promise<void> {
+  const until = Date.now() + 20_000;
+  while (Date.now() < until) {
+    if (child.exitCode !== null) throw new Error(`${what} exited with ${child.exitCode} while starting`);
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = connect(port, '127.0.0.1');
+      s.once('connect', () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${what} did not listen on ${port} within 20 s`);
+}
+
+/** VmRSS and VmHWM of a process in bytes (0 if it is gone). */
+function memOf(pid: number): { rss: number; hwm: number } {
+  try {
+    const text = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? 0) * 1024;
+    return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
+  } catch {
+    return { rss: 0, hwm: 0 };
+  }
+}
+
+/** The process and its descendants (nginx: master + workers). */
+function treeOf(pid: number): number[] {
+  const out = [pid];
+  for (let i = 0; i < out.length; i++) {
+    try {
+      const kids = readFileSync(`/proc/${out[i]}/task/${out[i]}/children`, 'utf8').trim();
+      if (kids) out.push(...kids.split(/\s+/).map(Number));
+    } catch {
+      // gone
+    }
+  }
+  return out;
+}
+
+/** Samples the summed VmRSS of a process tree every `everyMs` until stopped; returns the peak. */
+function sampleRss(pid: number, everyMs = 50): () => number {
+  let peak = 0;
+  const tick = () => {
+    const total = treeOf(pid).reduce((sum, p) => sum + memOf(p).rss, 0);
+    if (total > peak) peak = total;
+  };
+  tick();
+  const timer = setInterval(tick, everyMs);
+  return () => {
+    clearInterval(timer);
+    tick();
+    return peak;
+  };
+}
+
+interface CurlResult {
+  code: number;
+  sizeUpload: number;
+  sizeDownload: number;
+  speedUpload: number;
+  speedDownload: number;
+  time: number;
+}
+
+function curl(args: string[]): Promise<CurlResult> {
+  const fmt = '%{http_code} %{size_upload} %{size_download} %{speed_upload} %{speed_download} %{time_total}';
+  return new Promise((resolve, reject) => {
+    const child = spawn('curl', ['-sS', '--max-time', '300', '-w', fmt, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      err += d.toString();
+    });
+    child.once('error', reject);
+    child.once('close', (code) => {
+      if (code !== 0) {
+        reject(new Error(`curl exited with ${code}: ${err.trim()}`));
+        return;
+      }
+      const [http, up, down, su, sd, t] = out.trim().split(/\s+/).map(Number);
+      resolve({
+        code: http ?? 0,
+        sizeUpload: up ?? 0,
+        sizeDownload: down ?? 0,
+        speedUpload: su ?? 0,
+        speedDownload: sd ?? 0,
+        time: t ?? 0,
+      });
+    });
+  });
+}
+
+function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    child.once('exit', () => {
+      clearTimeout(kill);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+/** A tool's version line (nginx -v writes to stderr). */
+function versionOf(cmd: string, args: string[]): string {
+  const r = spawnSync(cmd, args, { encoding: 'utf8' });
+  return `${r.stdout ?? ''}${r.stderr ?? ''}`.trim() || 'unknown';
+}
+
+// ---------------------------------------------------------------------------------------------
+// Servers
+
+interface Server {
+  name: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+function ensureNginx(): string {
+  const found = ['/usr/sbin/nginx', '/usr/bin/nginx'].find((p) => existsSync(p));
+  if (found) return found;
+  console.log('nginx missing: installing the Debian package (apt-get install nginx)…');
+  execFileSync(
+    'sh',
+    ['-c', 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx'],
+    {
+      stdio: 'inherit',
+    },
+  );
+  const now = ['/usr/sbin/nginx', '/usr/bin/nginx'].find((p) => existsSync(p));
+  if (!now) throw new Error('nginx still not found after apt-get install');
+  return now;
+}
+
+async function startNginx(bin: string, dir: string): Promise<Server & { port: number; root: string }> {
+  const port = await freePort();
+  const root = path.join(dir, 'www');
+  mkdirSync(path.join(root, 'up'), { recursive: true });
+  for (const d of ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) mkdirSync(path.join(dir, d));
+  // Running as root, nginx would drop its worker to `nobody`, which cannot write our temp dir.
+  const user = process.getuid?.() === 0 ? 'user root root;\n' : '';
+  const conf = `${user}worker_processes 1;
+daemon off;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 64; }
+http {
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  default_type application/octet-stream;
+  client_body_temp_path ${dir}/client_body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+  server {
+    listen 127.0.0.1:${port};
+    root ${root};
+    client_max_body_size 0;
+    location /up/ {
+      dav_methods PUT DELETE;
+      dav_access user:rw;
+    }
+  }
+}
+`;
+  await writeFile(path.join(dir, 'nginx.conf'), conf);
+  const child = spawn(bin, ['-p', dir, '-c', path.join(dir, 'nginx.conf')], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  await waitForPort(port, child, 'nginx');
+  return { name: 'nginx', pid: child.pid!, port, root, stop: () => stop(child) };
+}
+
+async function startRemessa(
+  dir: string,
+  size: number,
+  nodeArgs: string[],
+): Promise<Server & { base: string }> {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}/v1`;
+  const env = {
+    ...process.env,
+    REMESSA_DATA_DIR: dir,
+    REMESSA_PORT: String(port),
+    REMESSA_HOST: '127.0.0.1',
+    REMESSA_BASE_URL: base,
+    REMESSA_LOG_LEVEL: 'warn',
+    REMESSA_MAX_FILE_SIZE: String(size + 64 * MiB),
+  };
+  const cli = path.join(ROOT, 'bin', 'remessa.js');
+  execFileSync(process.execPath, [cli, 'user', 'add', 'bench', '--password-stdin'], {
+    env,
+    input: 'bench-password-1\n',
+    stdio: ['pipe', 'ignore', 'inherit'],
+  });
+  const child = spawn(process.execPath, [...nodeArgs, cli, 'serve'], {
+    env,
+    cwd: dir,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  await waitForPort(port, child, 'remessa');
+  return { name: 'remessa', pid: child.pid!, base, stop: () => stop(child) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Measurements
+
+interface Sample {
+  mbps: number;
+  seconds: number;
+  peakRss: number;
+}
+
+interface Case {
+  server: string;
+  op: string;
+  samples: Sample[];
+}
+
+const AUTH = `Authorization: Basic ${Buffer.from('bench:bench-password-1').toString('base64')}`;
+
+async function measure(pid: number, size: number, run: () => Promise<CurlResult>, direction: 'up' | 'down') {
+  const done = sampleRss(pid);
+  let r: CurlResult;
+  let peakRss: number;
+  try {
+    r = await run();
+  } finally {
+    peakRss = done();
+  }
+  const bytes = direction === 'up' ? r.sizeUpload : r.sizeDownload;
+  // An upload may carry more than the file (multipart framing), never less.
+  if (direction === 'up' ? bytes < size : bytes !== size)
+    throw new Error(`transferred ${bytes} bytes instead of ${size} (HTTP ${r.code})`);
+  const speed = direction === 'up' ? r.speedUpload : r.speedDownload;
+  // curl's speed is bytes/s over the whole transfer; MB/s here is 10^6 bytes/s.
+  return { sample: { mbps: speed / 1e6, seconds: r.time, peakRss }, result: r };
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+async function makeTestFile(file: string, size: number): Promise<void> {
+  const fd = openSync(file, 'w', 0o600);
+  const block = Buffer.allocUnsafe(MiB);
+  try {
+    for (let written = 0; written < size; written += MiB) {
+      randomFillSync(block);
+      writeSync(fd, block);
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+async function main(): Promise<void> {
+  const opt = options();
+  const watchdog = setTimeout(() => {
+    console.error('bench: deadline of 10 minutes reached, giving up');
+    process.exit(2);
+  }, DEADLINE_MS);
+  watchdog.unref();
+
+  const work = mkdtempSync(path.join(opt.tmp, 'remessa-bench-'));
+  const servers: Server[] = [];
+  const cleanup = async () => {
+    for (const s of servers) await s.stop().catch(() => {});
+    await rm(work, { recursive: true, force: true });
+  };
+  process.once('SIGINT', () => {
+    cleanup().finally(() => process.exit(130));
+  });
+
+  try {
+    const nginxBin = opt.nginx ? ensureNginx() : null;
+    const machine = {
+      nproc: os.availableParallelism(),
+      cpu: os.cpus()[0]?.model ?? 'unknown',
+      memTotalMiB: Math.round(os.totalmem() / MiB),
+      kernel: os.release(),
+      node: process.version,
+      nginx: nginxBin ? versionOf(nginxBin, ['-v']).replace(/^nginx version:\s*/, '') : null,
+      curl: versionOf('curl', ['--version']).split(' ').slice(0, 2).join(' '),
+      filesystem: versionOf('df', ['-T', work]).split('\n')[1]?.split(/\s+/)[1] ?? 'unknown',
+    };
+    console.log(
+      `machine: ${machine.nproc} CPUs (${machine.cpu}), ${machine.memTotalMiB} MiB RAM, Linux ${machine.kernel}, ` +
+        `${machine.filesystem} temp dir`,
+    );
+    console.log(`node ${machine.node}, nginx ${machine.nginx ?? '(skipped)'}, ${machine.curl}`);
+
+    const file = path.join(work, 'payload.bin');
+    const sizeMiB = opt.size / MiB;
+    process.stdout.write(`generating ${sizeMiB} MiB of random bytes… `);
+    await makeTestFile(file, opt.size);
+    console.log('done');
+
+    const remessa = await startRemessa(path.join(work, 'remessa'), opt.size, opt.nodeArgs);
+    servers.push(remessa);
+    const nginx = nginxBin ? await startNginx(nginxBin, path.join(work, 'nginx')) : null;
+    if (nginx) servers.push(nginx);
+    const idleRss = memOf(remessa.pid).rss;
+
+    const cases = new Map<string, Case>();
+    const record = (server: string, op: string, s: Sample) => {
+      const key = `${server}|${op}`;
+      const c = cases.get(key) ?? { server, op, samples: [] };
+      c.samples.push(s);
+      cases.set(key, c);
+    };
+
+    const respFile = path.join(work, 'response.json');
+    const blobDir = path.join(work, 'remessa', 'blobs');
+    const remessaUpload = (kind: 'raw' | 'multipart') => {
+      const url = `${remessa.base}/upload?file=payload.bin`;
+      const args =
+        kind === 'raw'
+          ? ['-T', file, '-X', 'POST', '-H', 'Content-Type: application/octet-stream']
+          : ['-F', `f=@${file};filename=payload.bin;type=application/octet-stream`];
+      return curl(['-H', AUTH, ...args, '-o', respFile, url]);
+    };
+    const linkOf = async (): Promise<string> => {
+      const body = JSON.parse(await readFile(respFile, 'utf8')) as { files?: { linkURL: string }[] };
+      const link = body.files?.[0]?.linkURL;
+      if (!link) throw new Error(`upload answered without a link: ${JSON.stringify(body).slice(0, 300)}`);
+      return link;
+    };
+    // Stored uploads are removed between runs so that a 2 GiB run does not fill the disk.
+    const dropRemessaBlobs = async () => {
+      for (const sub of await readdir(blobDir).catch(() => [] as string[])) {
+        await rm(path.join(blobDir, sub), { recursive: true, force: true });
+      }
+    };
+
+    // Warm-up (not measured): JIT, database, page cache of the test file.
+    {
+      const small = path.join(work, 'warm.bin');
+      await makeTestFile(small, 8 * MiB);
+      await curl([
+        '-H',
+        AUTH,
+        '-T',
+        small,
+        '-X',
+        'POST',
+        '-H',
+        'Content-Type: application/octet-stream',
+        '-o',
+        respFile,
+        `${remessa.base}/upload?file=warm.bin`,
+      ]);
+      await curl(['-o', '/dev/null', await linkOf()]);
+      if (nginx) {
+        await curl(['-T', small, '-o', '/dev/null', `http://127.0.0.1:${nginx.port}/up/warm.bin`]);
+        await curl(['-o', '/dev/null', `http://127.0.0.1:${nginx.port}/up/warm.bin`]);
+      }
+      await unlink(small);
+      await dropRemessaBlobs();
+    }
+
+    for (let run = 1; run <= opt.runs; run++) {
+      process.stdout.write(`run ${run}/${opt.runs}:`);
+      if (nginx) {
+        const url = `http://127.0.0.1:${nginx.port}/up/payload.bin`;
+        const up = await measure(nginx.pid, opt.size, () => curl(['-T', file, '-o', '/dev/null', url]), 'up');
+        if (up.result.code !== 201 && up.result.code !== 204)
+          throw new Error(`nginx PUT answered ${up.result.code}`);
+        record('nginx', 'upload (PUT)', up.sample);
+        // nginx answers once the body is in the page cache; Remessa fsyncs before it answers. For a
+        // like-for-like reference, also time an fsync of what nginx wrote, right after its PUT.
+        const t0 = process.hrtime.bigint();
+        const fh = await open(path.join(nginx.root, 'up', 'payload.bin'), 'r');
+        await fh.sync();
+        await fh.close();
+        const syncSeconds = Number(process.hrtime.bigint() - t0) / 1e9;
+        const durable = up.sample.seconds + syncSeconds;
+        record('nginx', 'upload (PUT) + fsync', {
+          mbps: opt.size / durable / 1e6,
+          seconds: durable,
+          peakRss: up.sample.peakRss,
+        });
+        const down = await measure(nginx.pid, opt.size, () => curl(['-o', '/dev/null', url]), 'down');
+        record('nginx', 'download', down.sample);
+        await rm(path.join(nginx.root, 'up', 'payload.bin'), { force: true });
+        process.stdout.write(` nginx ↑${up.sample.mbps.toFixed(0)} ↓${down.sample.mbps.toFixed(0)}`);
+      }
+      const kinds: ('raw' | 'multipart')[] = opt.multipart ? ['raw', 'multipart'] : ['raw'];
+      for (const kind of kinds) {
+        const up = await measure(remessa.pid, opt.size, () => remessaUpload(kind), 'up');
+        if (up.result.code !== 200) {
+          throw new Error(
+            `remessa upload answered ${up.result.code}: ${(await readFile(respFile, 'utf8')).slice(0, 300)}`,
+          );
+        }
+        record('remessa', kind === 'raw' ? 'upload (octet-stream)' : 'upload (multipart)', up.sample);
+        const link = await linkOf();
+        process.stdout.write(` remessa-${kind} ↑${up.sample.mbps.toFixed(0)}`);
+        if (kind === 'raw') {
+          const down = await measure(remessa.pid, opt.size, () => curl(['-o', '/dev/null', link]), 'down');
+          if (down.result.code !== 200) throw new Error(`remessa download answered ${down.result.code}`);
+          record('remessa', 'download', down.sample);
+          process.stdout.write(` ↓${down.sample.mbps.toFixed(0)}`);
+        }
+        await dropRemessaBlobs();
+      }
+      console.log('');
+    }
+
+    const hwm = memOf(remessa.pid).hwm;
+    const nginxHwm = nginx ? treeOf(nginx.pid).reduce((s, p) => s + memOf(p).hwm, 0) : 0;
+    const rows = [...cases.values()].map((c) => ({
+      server: c.server,
+      op: c.op,
+      mbps: median(c.samples.map((s) => s.mbps)),
+      seconds: median(c.samples.map((s) => s.seconds)),
+      peakRssMiB: Math.max(...c.samples.map((s) => s.peakRss)) / MiB,
+      samples: c.samples,
+    }));
+    const ref = (op: 'upload' | 'download') =>
+      rows.find((r) => r.server === 'nginx' && r.op === (op === 'upload' ? 'upload (PUT)' : 'download'))
+        ?.mbps ?? null;
+    const durableRef = rows.find((r) => r.op === 'upload (PUT) + fsync')?.mbps ?? null;
+
+    console.log('');
+    console.log(`${sizeMiB} MiB over loopback, curl client, median of ${opt.runs}`);
+    console.log('server   operation                   MB/s  % nginx  % nginx+fsync  seconds  peak RSS (MiB)');
+    for (const r of rows) {
+      const nref = ref(r.op.startsWith('upload') ? 'upload' : 'download');
+      const pct = r.server === 'remessa' && nref ? `${((100 * r.mbps) / nref).toFixed(0)}%` : '';
+      const pctDurable =
+        r.server === 'remessa' && r.op.startsWith('upload') && durableRef
+          ? `${((100 * r.mbps) / durableRef).toFixed(0)}%`
+          : '';
+      console.log(
+        `${r.server.padEnd(8)} ${r.op.padEnd(24)} ${r.mbps.toFixed(0).padStart(7)} ${pct.padStart(8)} ` +
+          `${pctDurable.padStart(14)} ${r.seconds.toFixed(2).padStart(8)} ${r.peakRssMiB.toFixed(1).padStart(15)}`,
+      );
+    }
+    console.log(
+      `remessa RSS idle ${(idleRss / MiB).toFixed(1)} MiB, VmHWM ${(hwm / MiB).toFixed(1)} MiB` +
+        (nginx ? `; nginx (master+worker) VmHWM ${(nginxHwm / MiB).toFixed(1)} MiB` : ''),
+    );
+
+    mkdirSync(opt.out, { recursive: true });
+    const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+    const outFile = path.join(opt.out, `transfer-${sizeMiB}MiB-${stamp}.json`);
+    await writeFile(
+      outFile,
+      JSON.stringify(
+        {
+          date: new Date().toISOString(),
+          sizeBytes: opt.size,
+          runs: opt.runs,
+          nodeArgs: opt.nodeArgs,
+          machine,
+          nginxConfig: 'worker_processes 1; sendfile on; tcp_nopush on; access_log off; dav_methods PUT',
+          remessa: { idleRssMiB: idleRss / MiB, vmHwmMiB: hwm / MiB },
+          nginxVmHwmMiB: nginx ? nginxHwm / MiB : null,
+          results: rows,
+        },
+        null,
+        2,
+      ),
+    );
+    console.log(`results: ${path.relative(process.cwd(), outFile)}`);
+  } finally {
+    await cleanup();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(`bench failed: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(1);
+  },
+);
