@@ -35,8 +35,10 @@ export class FileSweeper implements BackgroundJob {
       if (file && (await this.files.retire(file, 'link expired'))) retired++;
     }
     let purged = 0;
-    for (const file of await this.store.dueForPurge(now, STALE_CLAIM_MS, BATCH)) {
-      if (!(await this.store.claimPurge(file, now))) continue;
+    // A fresh time: files retired just above with REMESSA_BACKUP_DAYS=0 are due at once.
+    const purgeNow = this.clock.now();
+    for (const file of await this.store.dueForPurge(purgeNow, STALE_CLAIM_MS, BATCH)) {
+      if (!(await this.store.claimPurge(file, purgeNow))) continue;
       // Contents first: a crash after this leaves a 'purging' row that a later pass finishes.
       await this.blobs.delete(file.blob_key);
       await this.store.deleteFile(file.id);

@@ -117,16 +117,30 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
     }
   }
 
-  app.get('/download/file', { schema: { querystring: DownloadQuery } }, async (request, reply) => {
-    const found = await files.resolve(request.query.k, 'area');
-    await serve(request, reply, found);
-    return reply;
+  // GET and HEAD share a handler; an explicit HEAD keeps our Content-Length (Fastify's generated
+  // HEAD route would read the whole file and answer a length of 0).
+  app.route({
+    method: ['GET', 'HEAD'],
+    url: '/download/file',
+    exposeHeadRoute: false,
+    schema: { querystring: DownloadQuery },
+    handler: async (request, reply) => {
+      const found = await files.resolve(request.query.k, 'area');
+      await serve(request, reply, found);
+      return reply;
+    },
   });
 
-  app.get('/download/file/backup', { schema: { querystring: BackupQuery } }, async (request, reply) => {
-    const found = await files.resolve(request.query.z, 'backup');
-    await serve(request, reply, found);
-    return reply;
+  app.route({
+    method: ['GET', 'HEAD'],
+    url: '/download/file/backup',
+    exposeHeadRoute: false,
+    schema: { querystring: BackupQuery },
+    handler: async (request, reply) => {
+      const found = await files.resolve(request.query.z, 'backup');
+      await serve(request, reply, found);
+      return reply;
+    },
   });
 
   for (const [path, area] of [
