@@ -31,6 +31,8 @@ export interface Config {
   backupDays: number;
   retireOnDownload: boolean;
   maxFileSize: number;
+  /** 'changed': re-hash a blob before serving only when it changed on disk; 'always': hash every full download too */
+  verifyDownloads: 'changed' | 'always';
   sweepSeconds: number;
   recipientPin: boolean;
   pinSeconds: number;
@@ -190,6 +192,7 @@ export function loadConfig(env: Source = process.env): Config {
     backupDays: r.int('REMESSA_BACKUP_DAYS', 30, 0),
     retireOnDownload: r.bool('REMESSA_RETIRE_ON_DOWNLOAD', false),
     maxFileSize: maxFileSizeRaw ? parseSize('REMESSA_MAX_FILE_SIZE', maxFileSizeRaw) : 1024 ** 3,
+    verifyDownloads: r.oneOf('REMESSA_VERIFY_DOWNLOADS', ['changed', 'always'] as const, 'changed'),
     sweepSeconds: r.int('REMESSA_SWEEP_SECONDS', 60, 1),
     recipientPin: r.bool('REMESSA_RECIPIENT_PIN', true),
     pinSeconds: r.int('REMESSA_PIN_SECONDS', 180, 10),

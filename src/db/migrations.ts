@@ -164,9 +164,18 @@ const changeTokensByUser: Migration = {
   },
 };
 
+// What the blob looked like when written (size, mtime, inode): a download whose blob no longer
+// matches is re-hashed before it is served (DESIGN §4 integrity, docs/benchmarks.md).
+const filesBlobFingerprint: Migration = {
+  async up(db: AnyDb) {
+    await db.schema.alterTable('files').addColumn('blob_fingerprint', 'text').execute();
+  },
+};
+
 const migrations = (dialect: Dialect): Record<string, Migration> => ({
   '0001_initial': initial(dialect),
   '0002_change_tokens_user': changeTokensByUser,
+  '0004_files_blob_fingerprint': filesBlobFingerprint,
 });
 
 class StaticProvider implements MigrationProvider {
@@ -178,7 +187,11 @@ class StaticProvider implements MigrationProvider {
 
 export async function migrate(db: AnyDb, dialect: Dialect): Promise<void> {
   const provider = new StaticProvider(dialect);
-  const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
+  const { error, results } = await new Migrator({
+    db,
+    provider,
+    allowUnorderedMigrations: true,
+  }).migrateToLatest();
   const failed = results?.find((r) => r.status === 'Error');
   if (error || failed) {
     throw new Error(

@@ -47,6 +47,8 @@ export interface FilesTable {
   sha256: string;
   content_type: string;
   blob_key: string;
+  /** size-mtime-inode of the blob when written; null for rows from before it was recorded */
+  blob_fingerprint: string | null;
   /** 'area' | 'backup' */
   state: string;
   created_at: number;

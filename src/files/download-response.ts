@@ -2,12 +2,13 @@
 // Last-Modified, a single Range (206/416), conditional GET (304), HEAD, and integrity checking.
 import { createHash } from 'node:crypto';
 import { type Readable, Transform, type TransformCallback } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FileRow } from '../db/schema.js';
 import { AppError } from '../errors.js';
-import type { ByteRange } from '../storage/blob-store.js';
+import type { BlobStat, ByteRange } from '../storage/blob-store.js';
 
-/** Files up to this size are verified against their SHA-256 before the first byte is sent. */
+/** With verify 'always', files up to this size are re-hashed before the first byte is sent. */
 const VERIFY_BEFORE_SEND = 16 * 1024 * 1024;
 
 export interface DownloadOutcome {
@@ -19,9 +20,13 @@ export interface DownloadOutcome {
 
 export interface BlobAccess {
   open(range?: ByteRange): Promise<Readable>;
-  size(): Promise<number | null>;
+  stat(): Promise<BlobStat | null>;
   /** Called when the contents do not match the recorded length or hash. */
   corrupt(reason: string): Promise<void>;
+  /** Called when a changed blob was re-hashed and found intact: remember its new fingerprint. */
+  verified(fingerprint: string): Promise<void>;
+  /** 'changed' (default) or 'always' (REMESSA_VERIFY_DOWNLOADS) */
+  verify: 'changed' | 'always';
 }
 
 export function contentDisposition(name: string): string {
@@ -142,12 +147,20 @@ export async function sendStoredFile(
     return { complete: false, bytes: 0, range: null };
   }
 
-  const actualSize = await blob.size();
-  if (actualSize !== file.length) {
-    await blob.corrupt(
-      actualSize === null ? 'contents missing' : `size ${actualSize} instead of ${file.length}`,
-    );
+  // Integrity (DESIGN §4): the blob must still be the one written. A changed fingerprint (rewritten,
+  // touched, restored from backup) means re-hashing it all before the first byte, so damage is a
+  // clean 500 instead of wrong bytes; an unchanged blob streams at full speed.
+  const st = await blob.stat();
+  if (!st || st.size !== file.length) {
+    await blob.corrupt(st ? `size ${st.size} instead of ${file.length}` : 'contents missing');
     throw new AppError(500, 'stored file is damaged');
+  }
+  if (st.fingerprint !== file.blob_fingerprint && request.method !== 'HEAD') {
+    if ((await hashOf(await blob.open())) !== file.sha256) {
+      await blob.corrupt('SHA-256 mismatch');
+      throw new AppError(500, 'stored file is damaged');
+    }
+    await blob.verified(st.fingerprint);
   }
 
   const ifRange = request.headers['if-range'];
@@ -169,23 +182,29 @@ export async function sendStoredFile(
     return { complete: false, bytes: 0, range };
   }
 
-  if (!range && file.length <= VERIFY_BEFORE_SEND && (await hashOf(await blob.open())) !== file.sha256) {
+  // REMESSA_VERIFY_DOWNLOADS=always also catches silent media errors on every full download:
+  // small files are re-hashed first (clean 500), large ones in passing (a broken transfer).
+  const always = blob.verify === 'always' && !range && st.fingerprint === file.blob_fingerprint;
+  if (always && file.length <= VERIFY_BEFORE_SEND && (await hashOf(await blob.open())) !== file.sha256) {
     await blob.corrupt('SHA-256 mismatch');
     throw new AppError(500, 'stored file is damaged');
   }
-
-  // Full downloads too large to pre-verify are verified in passing.
-  const verifyInPassing = !range && file.length > VERIFY_BEFORE_SEND ? file.sha256 : null;
+  const verifyInPassing = always && file.length > VERIFY_BEFORE_SEND ? file.sha256 : null;
   const meter = new DownloadMeter(
     verifyInPassing,
     () => void blob.corrupt('SHA-256 mismatch during download'),
   );
   const source = await blob.open(range ?? undefined);
-  source.on('error', (err) => meter.destroy(err));
+  // pipeline ties the two together: a client that goes away destroys the meter, which closes the
+  // file at once instead of leaving the descriptor to the garbage collector.
+  pipeline(source, meter).catch(() => {});
   const res = reply.raw;
   const done = new Promise<DownloadOutcome>((resolve) => {
-    res.once('close', () => resolve({ complete: !range && res.writableFinished, bytes: meter.bytes, range }));
+    res.once('close', () => {
+      if (!res.writableFinished) meter.destroy();
+      resolve({ complete: !range && res.writableFinished, bytes: meter.bytes, range });
+    });
   });
-  reply.send(source.pipe(meter));
+  reply.send(meter);
   return done;
 }

@@ -9,7 +9,7 @@ import { type Db, isUniqueViolation } from '../db/database.js';
 import type { FileRow, LinkRow, UserRow } from '../db/schema.js';
 import { AppError, badRequest, unauthorized } from '../errors.js';
 import { type Keys, randomToken, sha256 } from '../security/keys.js';
-import type { BlobStore, StoredBlob } from '../storage/blob-store.js';
+import type { BlobStat, BlobStore, StoredBlob } from '../storage/blob-store.js';
 import type { UserService } from '../users/user-service.js';
 import { type FileStore, type FileWithLink, type NewFile, PAGE_SIZE } from './file-store.js';
 import { sanitizeFileName } from './names.js';
@@ -123,6 +123,7 @@ export class FileService {
               sha256: blob.sha256,
               contentType: mime.lookup(names[i]!) || 'application/octet-stream',
               blobKey: blob.key,
+              blobFingerprint: blob.fingerprint,
               createdAt: now,
               expiresAt: now + this.config.linkDays * DAY,
               message: req.message,
@@ -213,7 +214,7 @@ export class FileService {
     return this.blobs.read(file.blob_key, range);
   }
 
-  blobSize(file: FileRow): Promise<number | null> {
-    return this.blobs.size(file.blob_key);
+  blobStat(file: FileRow): Promise<BlobStat | null> {
+    return this.blobs.stat(file.blob_key);
   }
 }

@@ -15,6 +15,7 @@ export interface NewFile {
   sha256: string;
   contentType: string;
   blobKey: string;
+  blobFingerprint: string;
   createdAt: number;
   expiresAt: number;
   message: string | null;
@@ -76,6 +77,7 @@ export class FileStore {
         sha256: f.sha256,
         content_type: f.contentType,
         blob_key: f.blobKey,
+        blob_fingerprint: f.blobFingerprint,
         state: 'area',
         created_at: f.createdAt,
         expires_at: f.expiresAt,
@@ -272,6 +274,14 @@ export class FileStore {
       )
       .executeTakeFirst();
     return Number(res.numUpdatedRows);
+  }
+
+  async setFingerprint(fileId: number, fingerprint: string): Promise<void> {
+    await this.db
+      .updateTable('files')
+      .set({ blob_fingerprint: fingerprint })
+      .where('id', '=', fileId)
+      .execute();
   }
 
   async countDownload(linkId: number): Promise<void> {

@@ -10,6 +10,7 @@ import { sendStoredFile } from './download-response.js';
 import type { IncomingFile } from './file-service.js';
 import type { FileWithLink } from './file-store.js';
 import { fileEntry } from './presenter.js';
+import { detachedBody, discardRestOfBody } from './request-body.js';
 
 const UploadQuery = Type.Object({
   file: Type.Optional(Type.String({ maxLength: 1024 })),
@@ -48,7 +49,8 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   });
   // A raw body (DESIGN §4 ext) is handed over as the request stream itself, never buffered.
-  app.addContentTypeParser('application/octet-stream', (_request, payload, done) => done(null, payload));
+  // The route reads request.raw itself (detachedBody), so the parser only has to let it through.
+  app.addContentTypeParser('application/octet-stream', (_request, _payload, done) => done(null, undefined));
 
   async function* incoming(request: FastifyRequest): AsyncGenerator<IncomingFile> {
     if (request.isMultipart()) {
@@ -61,7 +63,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
     if (!type.toLowerCase().startsWith('application/octet-stream')) {
       throw badRequest('body must be multipart/form-data or application/octet-stream');
     }
-    yield { filename: undefined, stream: request.body as IncomingFile['stream'] };
+    yield { filename: undefined, stream: detachedBody(request.raw) };
   }
 
   app.post(
@@ -74,10 +76,16 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const owner = await files.destination(uploader, q.d);
       const type = request.headers['content-type'];
       if (!type) throw badRequest('Content-Type (or Content_type) multipart/form-data required');
-      const stored = await files.upload(
-        { uploader, owner, queryName: q.file, message: q.i ?? null, remote: request.ip },
-        incoming(request),
-      );
+      let stored: Awaited<ReturnType<typeof files.upload>>;
+      try {
+        stored = await files.upload(
+          { uploader, owner, queryName: q.file, message: q.i ?? null, remote: request.ip },
+          incoming(request),
+        );
+      } catch (err) {
+        discardRestOfBody(request.raw);
+        throw err;
+      }
       return successEnvelope('handlerDownloadList', uploader.name, {
         files: stored.map((s) => fileEntry(config.baseUrl, uploader.lang, s)),
       });
@@ -88,7 +96,9 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const { file, link } = found;
     const outcome = await sendStoredFile(request, reply, file, {
       open: (range) => files.openBlob(file, range),
-      size: () => files.blobSize(file),
+      stat: () => files.blobStat(file),
+      verified: (fingerprint) => files.store.setFingerprint(file.id, fingerprint),
+      verify: config.verifyDownloads,
       corrupt: (reason) =>
         audit.record({
           event: 'file.corrupt',

@@ -7,6 +7,13 @@ export interface StoredBlob {
   length: number;
   /** hex SHA-256 of the contents, computed while streaming */
   sha256: string;
+  /** Changes whenever the stored object is rewritten (local: size-mtime-inode; S3: ETag). */
+  fingerprint: string;
+}
+
+export interface BlobStat {
+  size: number;
+  fingerprint: string;
 }
 
 export interface ByteRange {
@@ -24,8 +31,8 @@ export interface BlobStore {
   write(source: Readable, opts: { maxBytes: number }): Promise<StoredBlob>;
   /** Stream of the contents, or of one inclusive byte range. */
   read(key: string, range?: ByteRange): Promise<Readable>;
-  /** Current size, or null when the blob is missing. */
-  size(key: string): Promise<number | null>;
+  /** Current size and fingerprint, or null when the blob is missing. */
+  stat(key: string): Promise<BlobStat | null>;
   /** Idempotent. */
   delete(key: string): Promise<void>;
   /** Prepares the store and removes partial writes left by a crashed process; returns how many. Run at start-up. */

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { type Readable, Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { AppError } from '../errors.js';
-import type { BlobStore, ByteRange, StoredBlob } from './blob-store.js';
+import type { BlobStat, BlobStore, ByteRange, StoredBlob } from './blob-store.js';
 
 /** Counts and hashes bytes in passing; errors with 413 past the limit. */
 export class MeteredHash extends Transform {
@@ -121,14 +121,13 @@ export class LocalBlobStore implements BlobStore {
       await mkdir(path.dirname(final), { recursive: true, mode: 0o700 });
       await rename(tmp, final);
       await fsyncPath(path.dirname(final));
-      return { key, length: meter.bytes, sha256: meter.digest() };
+      const st = await this.stat(key);
+      return { key, length: meter.bytes, sha256: meter.digest(), fingerprint: st!.fingerprint };
     } catch (err) {
       await writeback.settle().catch(() => {});
       // A no-op when the stream already closed it.
       await fh.close().catch(() => {});
       await unlink(tmp).catch(() => {});
-      // Make sure the source is drained/destroyed so the socket is not left half-read.
-      if (!source.destroyed) source.destroy();
       throw err;
     }
   }
@@ -139,9 +138,10 @@ export class LocalBlobStore implements BlobStore {
     return createReadStream('', { fd: fh, start: range?.start, end: range?.end, highWaterMark: 1 << 20 });
   }
 
-  async size(key: string): Promise<number | null> {
+  async stat(key: string): Promise<BlobStat | null> {
     try {
-      return (await stat(this.pathOf(key))).size;
+      const st = await stat(this.pathOf(key), { bigint: true });
+      return { size: Number(st.size), fingerprint: `${st.size}-${st.mtimeNs}-${st.ino}` };
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw err;
