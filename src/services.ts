@@ -55,7 +55,9 @@ export async function createServices(
   opts: ServiceOptions = {},
 ): Promise<Services> {
   const clock = opts.clock ?? systemClock;
-  const database = await openDatabase(config);
+  const database = await openDatabase(config, (err) =>
+    log.warn({ err }, 'PostgreSQL connection lost; reconnecting'),
+  );
   const { db } = database;
   const keys = new Keys(loadOrCreateSecret(config.dataDir, config.secret));
   const audit = new AuditLog(db, clock);

@@ -2,7 +2,6 @@
 // lease must make each message go out exactly once.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
 import type { NotificationRequest } from '../src/notify/notification-service.js';
 import { HttpPeer, MailSink } from './helpers/peers.js';
 import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
@@ -18,30 +17,6 @@ const sms = (i: number): NotificationRequest => ({
   kind: 'download-pin',
   vars: { fileName: `f${i}.bin`, pin: '123456', pinValidity: '3 minutes' },
 });
-
-/**
- * pg's Pool.end() resolves before its connections have finished closing; dropping the database
- * WITH (FORCE) at that moment kills them mid-close and the client raises an uncaught error. Wait
- * until the server sees no session on the test database.
- */
-async function backendsGone(url: string): Promise<void> {
-  const name = new URL(url).pathname.slice(1);
-  const admin = new URL(url);
-  admin.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: admin.toString() });
-  await client.connect();
-  try {
-    for (let i = 0; i < 100; i++) {
-      const r = await client.query('select count(*)::int as n from pg_stat_activity where datname = $1', [
-        name,
-      ]);
-      if ((r.rows[0] as { n: number }).n === 0) return;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  } finally {
-    await client.end();
-  }
-}
 
 describe('outbox on PostgreSQL, two instances', { skip: available ? false : PG_SKIP }, () => {
   let database: Awaited<ReturnType<typeof createTempDatabase>>;
@@ -69,7 +44,6 @@ describe('outbox on PostgreSQL, two instances', { skip: available ? false : PG_S
     await hook?.close();
     await mail?.close();
     if (database) {
-      await backendsGone(database.url);
       await database.drop();
     }
   });

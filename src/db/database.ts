@@ -20,14 +20,20 @@ export interface OpenDatabase {
 // int8 (bigint) columns hold millisecond times and byte lengths: all well inside 2^53.
 pg.types.setTypeParser(20, (v) => Number.parseInt(v, 10));
 
-export async function openDatabase(config: Pick<Config, 'dataDir' | 'databaseUrl'>): Promise<OpenDatabase> {
+export async function openDatabase(
+  config: Pick<Config, 'dataDir' | 'databaseUrl'>,
+  onPoolError?: (err: Error) => void,
+): Promise<OpenDatabase> {
   let db: Db;
   let dialect: Dialect;
   if (config.databaseUrl) {
     dialect = 'postgres';
-    db = new Kysely<Database>({
-      dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: config.databaseUrl, max: 10 }) }),
-    });
+    const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 10 });
+    // An idle connection dropped by the server (restart, idle timeout) is an 'error' event on the
+    // pool; unhandled it would crash the process. The pool discards that client and the next query
+    // opens a fresh one.
+    pool.on('error', (err) => onPoolError?.(err));
+    db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   } else {
     dialect = 'sqlite';
     mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });

@@ -74,6 +74,14 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+    // Requests Node cannot even parse (bad header, raw non-ASCII in the URL) still get an envelope.
+    clientErrorHandler: (_err, socket) => {
+      if (!socket.writable) return;
+      const body = JSON.stringify(errorEnvelope(400, 'malformed HTTP request'));
+      socket.end(
+        `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.decorate('services', services);

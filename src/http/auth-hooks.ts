@@ -2,7 +2,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { BearerSession } from '../auth/auth-service.js';
 import type { UserRow } from '../db/schema.js';
-import { badRequest, unauthorized } from '../errors.js';
+import { AppError, badRequest, unauthorized } from '../errors.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -14,6 +14,7 @@ declare module 'fastify' {
 }
 
 const CHALLENGE = { 'WWW-Authenticate': 'Basic realm="Remessa", charset="UTF-8"' };
+const BEARER_CHALLENGE = { 'WWW-Authenticate': 'Bearer realm="Remessa", error="invalid_token"' };
 
 export interface Credentials {
   name: string;
@@ -46,7 +47,13 @@ function authenticator(schemes: readonly Scheme[]) {
     if (scheme === 'bearer' && schemes.includes('bearer')) {
       const token = header.slice(7).trim();
       if (!token) throw badRequest('malformed Bearer authorization');
-      request.session = await auth.verifyBearer(token);
+      try {
+        request.session = await auth.verifyBearer(token);
+      } catch (err) {
+        // A Bearer challenge: a Basic one would make browsers pop up a password dialog over the portal.
+        if (err instanceof AppError && err.status === 401) throw unauthorized(err.detail, BEARER_CHALLENGE);
+        throw err;
+      }
       request.user = request.session.user;
       return;
     }

@@ -35,8 +35,20 @@ export async function createTempDatabase(): Promise<{ url: string; drop(): Promi
     async drop() {
       const c = new pg.Client({ connectionString: ADMIN_URL });
       await c.connect();
-      await c.query(`drop database if exists ${name} with (force)`);
-      await c.end();
+      try {
+        // pg's Pool.end() resolves before its connections have closed; forcing the drop while they
+        // close makes the client raise an uncaught error. Wait (bounded) for them to go first.
+        for (let i = 0; i < 100; i++) {
+          const r = await c.query('select count(*)::int as n from pg_stat_activity where datname = $1', [
+            name,
+          ]);
+          if ((r.rows[0] as { n: number }).n === 0) break;
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        await c.query(`drop database if exists ${name} with (force)`);
+      } finally {
+        await c.end();
+      }
     },
   };
 }
