@@ -301,8 +301,10 @@ async function startRemessa(
     input: 'bench-password-1\n',
     stdio: ['pipe', 'ignore', 'inherit'],
   });
-  const child = spawn(process.execPath, [...nodeArgs, cli, 'serve'], {
-    env,
+  // Started through the launcher's own shebang (as `npx remessa serve` is), so the server runs
+  // with the node flags it ships with; --node-arg values are added through NODE_OPTIONS.
+  const child = spawn(cli, ['serve'], {
+    env: { ...env, NODE_OPTIONS: [process.env['NODE_OPTIONS'] ?? '', ...nodeArgs].join(' ').trim() },
     cwd: dir,
     stdio: ['ignore', 'ignore', 'inherit'],
   });

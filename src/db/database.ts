@@ -4,7 +4,6 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
-import pg from 'pg';
 import type { Config } from '../config.js';
 import { type Dialect, migrate } from './migrations.js';
 import type { Database } from './schema.js';
@@ -17,9 +16,6 @@ export interface OpenDatabase {
   close(): Promise<void>;
 }
 
-// int8 (bigint) columns hold millisecond times and byte lengths: all well inside 2^53.
-pg.types.setTypeParser(20, (v) => Number.parseInt(v, 10));
-
 export async function openDatabase(
   config: Pick<Config, 'dataDir' | 'databaseUrl'>,
   onPoolError?: (err: Error) => void,
@@ -28,6 +24,10 @@ export async function openDatabase(
   let dialect: Dialect;
   if (config.databaseUrl) {
     dialect = 'postgres';
+    // Loaded only for PostgreSQL: the embedded default need not carry the driver.
+    const { default: pg } = await import('pg');
+    // int8 (bigint) columns hold millisecond times and byte lengths: all well inside 2^53.
+    pg.types.setTypeParser(20, (v) => Number.parseInt(v, 10));
     const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 10 });
     // An idle connection dropped by the server (restart, idle timeout) is an 'error' event on the
     // pool; unhandled it would crash the process. The pool discards that client and the next query

@@ -1,7 +1,7 @@
 // Transports: how a rendered message leaves the building. E-mail goes over SMTP (nodemailer);
 // SMS goes to Twilio's REST Messages API or to a plain JSON webhook (DESIGN §5). A transport
 // throws on failure; the outbox decides about retries.
-import nodemailer, { type Transporter } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import { type Config, ConfigError } from '../config.js';
 import type { Channel } from './templates.js';
 
@@ -23,23 +23,29 @@ const SEND_TIMEOUT_MS = 30_000;
 
 export class SmtpTransport implements Transport {
   readonly name = 'smtp';
-  private readonly mailer: Transporter;
+  private mailer: Promise<Transporter> | null = null;
 
   constructor(
-    smtpUrl: string,
+    private readonly smtpUrl: string,
     private readonly from: string,
-  ) {
-    // smtp:// upgrades with STARTTLS when the server offers it; smtps:// is TLS from the start.
-    this.mailer = nodemailer.createTransport({
-      url: smtpUrl,
-      connectionTimeout: 10_000,
-      greetingTimeout: 10_000,
-      socketTimeout: SEND_TIMEOUT_MS,
-    });
+  ) {}
+
+  /** nodemailer is loaded on the first message (~14 MiB the server need not carry until then). */
+  private transporter(): Promise<Transporter> {
+    this.mailer ??= import('nodemailer').then(({ default: nodemailer }) =>
+      // smtp:// upgrades with STARTTLS when the server offers it; smtps:// is TLS from the start.
+      nodemailer.createTransport({
+        url: this.smtpUrl,
+        connectionTimeout: 10_000,
+        greetingTimeout: 10_000,
+        socketTimeout: SEND_TIMEOUT_MS,
+      }),
+    );
+    return this.mailer;
   }
 
   async send(message: OutgoingMessage): Promise<void> {
-    await this.mailer.sendMail({
+    await (await this.transporter()).sendMail({
       from: this.from,
       to: message.to,
       subject: message.subject,
@@ -49,7 +55,7 @@ export class SmtpTransport implements Transport {
   }
 
   close(): void {
-    this.mailer.close();
+    this.mailer?.then((m) => m.close()).catch(() => {});
   }
 }
 
