@@ -133,70 +133,30 @@ export class FileStore {
 
   /** One page (1-based) of an area or backup area, oldest first, each with its owner link. */
   async listPage(ownerId: number, state: 'area' | 'backup', page: number): Promise<FileWithLink[]> {
-    const rows = await this.db
+    const files = await this.db
       .selectFrom('files')
-      .innerJoin('links', (j) => j.onRef('links.file_id', '=', 'files.id').on('links.kind', '=', 'owner'))
-      .selectAll('files')
-      .select([
-        'links.id as link_id',
-        'links.token_hash',
-        'links.token_sealed',
-        'links.kind',
-        'links.recipient_email',
-        'links.recipient_mobile',
-        'links.pin_hash',
-        'links.pin_expires_at',
-        'links.pin_sent_at',
-        'links.pin_failures',
-        'links.locked_until',
-        'links.revoked',
-        'links.downloads',
-        'links.created_at as link_created_at',
-      ])
-      .where('files.owner_id', '=', ownerId)
-      .where('files.state', '=', state)
-      .orderBy('files.id')
+      .selectAll()
+      .where('owner_id', '=', ownerId)
+      .where('state', '=', state)
+      .orderBy('id')
       .limit(PAGE_SIZE)
       .offset((page - 1) * PAGE_SIZE)
       .execute();
-    return rows.map((r) => {
-      const {
-        link_id,
-        token_hash,
-        token_sealed,
-        kind,
-        recipient_email,
-        recipient_mobile,
-        pin_hash,
-        pin_expires_at,
-        pin_sent_at,
-        pin_failures,
-        locked_until,
-        revoked,
-        downloads,
-        link_created_at,
-        ...file
-      } = r;
-      return {
-        file,
-        link: {
-          id: link_id,
-          file_id: file.id,
-          token_hash,
-          token_sealed,
-          kind,
-          recipient_email,
-          recipient_mobile,
-          pin_hash,
-          pin_expires_at,
-          pin_sent_at,
-          pin_failures,
-          locked_until,
-          revoked,
-          downloads,
-          created_at: link_created_at,
-        },
-      };
+    if (files.length === 0) return [];
+    const links = await this.db
+      .selectFrom('links')
+      .selectAll()
+      .where(
+        'file_id',
+        'in',
+        files.map((f) => f.id),
+      )
+      .where('kind', '=', 'owner')
+      .execute();
+    const byFile = new Map(links.map((l) => [l.file_id, l]));
+    return files.flatMap((file) => {
+      const link = byFile.get(file.id);
+      return link ? [{ file, link }] : [];
     });
   }
 
