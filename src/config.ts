@@ -21,8 +21,6 @@ export interface Config {
   secret: string | null;
   /** postgres://… for PostgreSQL; null for the embedded SQLite file in the data dir. */
   databaseUrl: string | null;
-  blobStore: 'local' | 's3';
-  s3: { bucket: string; region: string; endpoint: string | null; prefix: string; forcePathStyle: boolean };
   tokenSeconds: number;
   lockoutAttempts: number;
   lockoutSeconds: number;
@@ -176,14 +174,6 @@ export function loadConfig(env: Source = process.env): Config {
     lang: r.oneOf('REMESSA_LANG', LANGS, 'pt'),
     secret,
     databaseUrl,
-    blobStore: r.oneOf('REMESSA_BLOB_STORE', ['local', 's3'] as const, 'local'),
-    s3: {
-      bucket: r.str('REMESSA_S3_BUCKET', ''),
-      region: r.str('REMESSA_S3_REGION', 'us-east-1'),
-      endpoint: r.optional('REMESSA_S3_ENDPOINT'),
-      prefix: r.str('REMESSA_S3_PREFIX', ''),
-      forcePathStyle: r.bool('REMESSA_S3_FORCE_PATH_STYLE', false),
-    },
     tokenSeconds: r.int('REMESSA_TOKEN_SECONDS', 3600, 1),
     lockoutAttempts: r.int('REMESSA_LOCKOUT_ATTEMPTS', 5, 1),
     lockoutSeconds: r.int('REMESSA_LOCKOUT_SECONDS', 900, 1),

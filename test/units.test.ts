@@ -105,7 +105,6 @@ describe('loadConfig', () => {
     assert.equal(c.lang, 'pt');
     assert.equal(c.secret, null);
     assert.equal(c.databaseUrl, null);
-    assert.equal(c.blobStore, 'local');
     assert.equal(c.tokenSeconds, 3600);
     assert.equal(c.lockoutAttempts, 5);
     assert.equal(c.lockoutSeconds, 15 * 60);
