@@ -157,7 +157,6 @@ describe('loadConfig', () => {
     ],
     [{ REMESSA_MAX_FILE_SIZE: '0' }, 'REMESSA_MAX_FILE_SIZE must be at least 1 byte'],
     [{ REMESSA_TOKEN_SECONDS: '0' }, 'REMESSA_TOKEN_SECONDS must be between 1 and 9007199254740991, got 0'],
-    [{ REMESSA_BLOB_STORE: 'ftp' }, 'REMESSA_BLOB_STORE must be one of local, s3, got "ftp"'],
     [
       { REMESSA_LOG_LEVEL: 'loud' },
       'REMESSA_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"',
