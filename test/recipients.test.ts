@@ -8,7 +8,9 @@ import { request as httpRequest } from 'node:http';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { ParsedMail } from 'mailparser';
+import pg from 'pg';
 import { type CapturedRequest, eventually, HttpPeer, MailSink } from './helpers/peers.js';
+import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
 import {
   basic,
   call,
@@ -465,5 +467,95 @@ describe('REMESSA_RECIPIENT_PIN=false', () => {
     assert.equal((info.body['file'] as { secure: boolean; lang: string }).secure, false);
     assert.equal((info.body['file'] as { lang: string }).lang, 'es');
     assert.equal((await call(`${t.base}/download/pin?k=${k}`, { method: 'POST' })).status, 400);
+  });
+});
+
+const pgAvailable = await postgresAvailable();
+if (!pgAvailable && PG_REQUIRED) throw new Error(PG_SKIP);
+
+/** Waits until no session is left on the test database (see notify-postgres.test.ts). */
+async function backendsGone(url: string): Promise<void> {
+  const name = new URL(url).pathname.slice(1);
+  const admin = new URL(url);
+  admin.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: admin.toString() });
+  await client.connect();
+  try {
+    for (let i = 0; i < 100; i++) {
+      const r = await client.query('select count(*)::int as n from pg_stat_activity where datname = $1', [
+        name,
+      ]);
+      if ((r.rows[0] as { n: number }).n === 0) return;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+describe('secure links on PostgreSQL, two instances', { skip: pgAvailable ? false : PG_SKIP }, () => {
+  let database: Awaited<ReturnType<typeof createTempDatabase>>;
+  let mail: MailSink;
+  let a: TestServer;
+  let b: TestServer;
+
+  before(async () => {
+    database = await createTempDatabase();
+    mail = await MailSink.start();
+    const env = { REMESSA_DATABASE_URL: database.url, REMESSA_SMTP_URL: mail.url };
+    a = await startTestServer({ env, startWorkers: false });
+    // Same contents directory (and secret): the instances share storage as well as the database.
+    b = await startTestServer({ env, startWorkers: false, dataDir: a.dataDir });
+  });
+  after(async () => {
+    await b?.close();
+    await a?.close();
+    await mail?.close();
+    if (database) {
+      await backendsGone(database.url);
+      await database.drop();
+    }
+  });
+
+  const deliver = async () => {
+    await a.server.workers.get('outbox')!.runOnce();
+    await b.server.workers.get('outbox')!.runOnce();
+  };
+
+  test('one PIN per minute across instances; wrong PINs on either instance add up to the lock', async () => {
+    await a.createUser('pguser', 'pguser-password', { lang: 'en' });
+    const fd = new FormData();
+    fd.append('file', new Blob(['on postgres']), 'pg.txt');
+    const up = await call(`${a.base}/upload?m=gil@example.com&i=pg`, {
+      method: 'POST',
+      headers: { Authorization: basic('pguser', 'pguser-password') },
+      body: fd,
+    });
+    assert.equal(up.status, 200, JSON.stringify(up.body));
+    await deliver();
+    const k = kOf(linkIn((await mail.take('gil@example.com')).text ?? ''));
+
+    // Two instances asked at once: exactly one PIN goes out.
+    const asks = await Promise.all(
+      [a, b].map((s) => call(`${s.base}/download/pin?k=${k}`, { method: 'POST' })),
+    );
+    assert.deepEqual(asks.map((r) => r.status).sort(), [200, 429]);
+    await deliver();
+    const pin = pinIn((await mail.take('gil@example.com')).text ?? '');
+    assert.equal(await mail.take('gil@example.com', 500).catch(() => null), null, 'only one PIN mail');
+
+    // The PIN checked on B downloads what A stored.
+    const ok = await fetch(`${b.base}/download/file?k=${k}&p=${pin}`);
+    assert.equal(ok.status, 200);
+    assert.equal(await ok.text(), 'on postgres');
+
+    // Wrong PINs alternate between the instances; the fifth locks the link for both.
+    for (let i = 0; i < 5; i++) {
+      const s = i % 2 === 0 ? a : b;
+      assert.equal((await fetch(`${s.base}/download/file?k=${k}&p=${wrong(pin)}`)).status, 403);
+    }
+    assert.equal((await fetch(`${a.base}/download/file?k=${k}&p=${pin}`)).status, 403);
+    assert.equal((await call(`${b.base}/download/info?k=${k}`)).status, 403);
+    assert.equal((await a.server.services.audit.query({ event: 'link.locked' })).length, 1);
   });
 });
