@@ -8,7 +8,6 @@ import { request as httpRequest } from 'node:http';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { ParsedMail } from 'mailparser';
-import pg from 'pg';
 import { type CapturedRequest, eventually, HttpPeer, MailSink } from './helpers/peers.js';
 import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
 import {
@@ -473,26 +472,6 @@ describe('REMESSA_RECIPIENT_PIN=false', () => {
 const pgAvailable = await postgresAvailable();
 if (!pgAvailable && PG_REQUIRED) throw new Error(PG_SKIP);
 
-/** Waits until no session is left on the test database (see notify-postgres.test.ts). */
-async function backendsGone(url: string): Promise<void> {
-  const name = new URL(url).pathname.slice(1);
-  const admin = new URL(url);
-  admin.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: admin.toString() });
-  await client.connect();
-  try {
-    for (let i = 0; i < 100; i++) {
-      const r = await client.query('select count(*)::int as n from pg_stat_activity where datname = $1', [
-        name,
-      ]);
-      if ((r.rows[0] as { n: number }).n === 0) return;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  } finally {
-    await client.end();
-  }
-}
-
 describe('secure links on PostgreSQL, two instances', { skip: pgAvailable ? false : PG_SKIP }, () => {
   let database: Awaited<ReturnType<typeof createTempDatabase>>;
   let mail: MailSink;
@@ -511,10 +490,7 @@ describe('secure links on PostgreSQL, two instances', { skip: pgAvailable ? fals
     await b?.close();
     await a?.close();
     await mail?.close();
-    if (database) {
-      await backendsGone(database.url);
-      await database.drop();
-    }
+    await database?.drop();
   });
 
   const deliver = async () => {
