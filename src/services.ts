@@ -9,6 +9,8 @@ import type { Dialect } from './db/migrations.js';
 import { FileService } from './files/file-service.js';
 import { FileStore } from './files/file-store.js';
 import { FileSweeper } from './files/lifecycle.js';
+import { RecipientNotifier } from './files/recipients.js';
+import { SecureLinks } from './files/secure-links.js';
 import type { Logger } from './logger.js';
 import { NotificationService } from './notify/notification-service.js';
 import { Templates } from './notify/templates.js';
@@ -36,6 +38,8 @@ export interface Services {
   notify: NotificationService;
   /** Password recovery and first access (DESIGN §6). */
   recovery: RecoveryService;
+  /** Recipient links: PIN gate, PIN sending, link info (DESIGN §5). */
+  secureLinks: SecureLinks;
   /** Jobs `remessa serve` runs in the background (each domain adds its own). */
   jobs: BackgroundJob[];
   close(): Promise<void>;
@@ -91,6 +95,9 @@ export async function createServices(
     defaultLang: config.lang,
     pinSeconds: config.pinSeconds,
   });
+  // Upload recipients (links + 'file-link' messages) and the sender's download confirmation.
+  new RecipientNotifier(db, files, notify, users, audit, clock, config).register();
+  const secureLinks = new SecureLinks(db, files, users, notify, audit, keys, clock, config);
   const jobs: BackgroundJob[] = [
     { name: 'prune-revoked-tokens', intervalMs: 60 * 60 * 1000, run: () => auth.pruneRevoked() },
     new FileSweeper(files, fileStore, blobs, audit, clock, log, config.sweepSeconds * 1000),
@@ -110,6 +117,7 @@ export async function createServices(
     files,
     notify,
     recovery,
+    secureLinks,
     jobs,
     async close() {
       await notify.stop();

@@ -27,6 +27,7 @@ export type AuditEventName =
   | 'file.purged'
   | 'pin.sent'
   | 'pin.failed'
+  | 'link.created'
   | 'link.locked'
   | 'notify.queued'
   | 'notify.sent'

@@ -22,6 +22,12 @@ export interface IncomingFile {
   stream: Readable;
 }
 
+/** Who an upload is announced to (query `m` and `c`, already validated and normalised). */
+export interface Recipients {
+  emails: string[];
+  mobiles: string[];
+}
+
 export interface UploadRequest {
   uploader: UserRow;
   owner: UserRow;
@@ -29,6 +35,8 @@ export interface UploadRequest {
   queryName: string | undefined;
   message: string | null;
   remote: string | null;
+  /** query `m` / `c`: each gets a link of their own per file (DESIGN §5) */
+  recipients?: Recipients;
 }
 
 /** A file with the token of one of its links, ready to present. */
@@ -41,8 +49,12 @@ export interface FileWithToken {
 /** Runs inside the upload transaction after the file rows exist (recipients, notifications). */
 export type UploadHook = (trx: Db, stored: FileWithToken[], req: UploadRequest) => Promise<void>;
 
+/** Runs after a complete download was counted (sender confirmation). */
+export type DownloadHook = (found: FileWithLink, remote: string | null) => Promise<void>;
+
 export class FileService {
   private readonly uploadHooks: UploadHook[] = [];
+  private readonly downloadHooks: DownloadHook[] = [];
 
   constructor(
     private readonly db: Db,
@@ -57,6 +69,16 @@ export class FileService {
 
   onUpload(hook: UploadHook): void {
     this.uploadHooks.push(hook);
+  }
+
+  onDownload(hook: DownloadHook): void {
+    this.downloadHooks.push(hook);
+  }
+
+  /** A complete download through `found.link`: counted, then the download hooks run. */
+  async downloaded(found: FileWithLink, remote: string | null): Promise<void> {
+    await this.store.countDownload(found.link.id);
+    for (const hook of this.downloadHooks) await hook(found, remote);
   }
 
   /** The area an upload goes to: the caller's, or that of `d` (an existing, enabled user). */

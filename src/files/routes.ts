@@ -10,6 +10,7 @@ import { sendStoredFile } from './download-response.js';
 import type { IncomingFile } from './file-service.js';
 import type { FileWithLink } from './file-store.js';
 import { fileEntry } from './presenter.js';
+import { parseRecipients } from './recipients.js';
 import { detachedBody, discardRestOfBody } from './request-body.js';
 
 const UploadQuery = Type.Object({
@@ -24,11 +25,14 @@ const DownloadQuery = Type.Object({
   k: Type.Optional(Type.String({ maxLength: 512 })),
   lang: Type.Optional(Type.String({ maxLength: 8 })),
   p: Type.Optional(Type.String({ maxLength: 32 })),
+  /** the portal's "give me the bytes" marker (docs/portal.md); ignored here */
+  dl: Type.Optional(Type.String({ maxLength: 8 })),
 });
 
 const BackupQuery = Type.Object({
   z: Type.Optional(Type.String({ maxLength: 512 })),
   lang: Type.Optional(Type.String({ maxLength: 8 })),
+  dl: Type.Optional(Type.String({ maxLength: 8 })),
 });
 
 const ListQuery = Type.Object({
@@ -36,7 +40,7 @@ const ListQuery = Type.Object({
 });
 
 export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const { files, audit, config } = app.services;
+  const { files, audit, config, notify, secureLinks } = app.services;
 
   await app.register(multipart, {
     limits: {
@@ -74,18 +78,20 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const q = request.query;
       // Everything about the request is checked before a byte of the body is read.
       const owner = await files.destination(uploader, q.d);
+      const recipients = parseRecipients(q.m, q.c);
       const type = request.headers['content-type'];
       if (!type) throw badRequest('Content-Type (or Content_type) multipart/form-data required');
       let stored: Awaited<ReturnType<typeof files.upload>>;
       try {
         stored = await files.upload(
-          { uploader, owner, queryName: q.file, message: q.i ?? null, remote: request.ip },
+          { uploader, owner, queryName: q.file, message: q.i ?? null, remote: request.ip, recipients },
           incoming(request),
         );
       } catch (err) {
         discardRestOfBody(request.raw);
         throw err;
       }
+      if (recipients) notify.kick(); // the recipients' messages were committed with the files
       return successEnvelope('handlerDownloadList', uploader.name, {
         files: stored.map((s) => fileEntry(config.baseUrl, uploader.lang, s)),
       });
@@ -122,7 +128,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     });
     if (outcome.complete) {
-      await files.store.countDownload(link.id);
+      await files.downloaded(found, request.ip);
       if (config.retireOnDownload && file.state === 'area') await files.retire(file, 'downloaded');
     }
   }
@@ -136,6 +142,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
     schema: { querystring: DownloadQuery },
     handler: async (request, reply) => {
       const found = await files.resolve(request.query.k, 'area');
+      await secureLinks.gate(found, request.query.p, 'area', request.ip);
       await serve(request, reply, found);
       return reply;
     },
@@ -148,6 +155,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
     schema: { querystring: BackupQuery },
     handler: async (request, reply) => {
       const found = await files.resolve(request.query.z, 'backup');
+      await secureLinks.gate(found, undefined, 'backup', request.ip);
       await serve(request, reply, found);
       return reply;
     },

@@ -14,6 +14,7 @@ import { recoveryRoutes } from '../auth/recovery-routes.js';
 import { authRoutes } from '../auth/routes.js';
 import { AppError, type ErrorStatus, STATUS_TEXT } from '../errors.js';
 import { fileRoutes } from '../files/routes.js';
+import { secureLinkRoutes } from '../files/secure-link-routes.js';
 import { redactUrl } from '../logger.js';
 import { portalRoutes } from '../portal/routes.js';
 import type { Services } from '../services.js';
@@ -165,6 +166,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       await api.register(authRoutes);
       await api.register(recoveryRoutes);
       await api.register(fileRoutes);
+      await api.register(secureLinkRoutes);
     },
     { prefix: config.apiPath },
   );

@@ -1,0 +1,257 @@
+// Secure links (DESIGN §5): a recipient link downloads only with a PIN sent to that recipient.
+// - gate(): called by the download routes before a byte is sent. Owner links pass; recipient links
+//   (with REMESSA_RECIPIENT_PIN on) need `p`. No `p` → 403 without any write (mail scanners
+//   prefetch links). A PIN stays valid for its whole lifetime, so a resumed (Range) download works
+//   with the same code; wrong PINs count, and the fifth locks the link.
+// - sendPin(): (ext) POST {base}/download/pin — a fresh 6-digit PIN by e-mail or SMS, at most one per
+//   link per minute.
+// - info(): (ext) GET {base}/download/info — what the landing page shows (docs/portal.md).
+// PINs are stored only as an HMAC, compared in constant time and never logged or audited.
+import type { AuditLog } from '../audit/audit-log.js';
+import type { Clock } from '../clock.js';
+import type { Config, Lang } from '../config.js';
+import type { Db } from '../db/database.js';
+import type { LinkRow, UserRow } from '../db/schema.js';
+import { AppError, badRequest, forbidden, unauthorized } from '../errors.js';
+import type { NotificationService } from '../notify/notification-service.js';
+import { formatDuration } from '../notify/templates.js';
+import { type Keys, randomPin, safeEqual } from '../security/keys.js';
+import type { UserService } from '../users/user-service.js';
+import { isLang } from '../validation.js';
+import type { FileService } from './file-service.js';
+import type { FileWithLink } from './file-store.js';
+
+export interface SecureLinkOptions {
+  /** Wrong PINs in a row that lock a link (DESIGN §5: five). */
+  maxPinFailures: number;
+  /** How long a locked link stays locked (DESIGN §5: 15 minutes). */
+  lockSeconds: number;
+  /** Minimum gap between two PINs sent for one link (DESIGN §5: 60 s). */
+  resendSeconds: number;
+}
+
+export const SECURE_LINK_DEFAULTS: SecureLinkOptions = {
+  maxPinFailures: 5,
+  lockSeconds: 15 * 60,
+  resendSeconds: 60,
+};
+
+/** What the landing page shows about a link (docs/portal.md, GET /download/info). */
+export interface LinkInfo {
+  uploader: string;
+  file: {
+    name: string;
+    length: number;
+    modified: number;
+    sender: string;
+    message: string;
+    expires: number;
+    secure: boolean;
+    lang: Lang;
+  };
+}
+
+export class SecureLinks {
+  private readonly opts: SecureLinkOptions;
+
+  constructor(
+    private readonly db: Db,
+    private readonly files: FileService,
+    private readonly users: UserService,
+    private readonly notify: NotificationService,
+    private readonly audit: AuditLog,
+    private readonly keys: Keys,
+    private readonly clock: Clock,
+    private readonly config: Pick<Config, 'lang' | 'recipientPin' | 'pinSeconds'>,
+    opts: Partial<SecureLinkOptions> = {},
+  ) {
+    this.opts = { ...SECURE_LINK_DEFAULTS, ...opts };
+  }
+
+  /** Does this link need a PIN to download? */
+  isSecure(link: LinkRow): boolean {
+    return this.config.recipientPin && link.kind === 'recipient';
+  }
+
+  private recipientOf(link: LinkRow): string | null {
+    return link.recipient_email ?? link.recipient_mobile ?? null;
+  }
+
+  private locked(link: LinkRow, now: number): boolean {
+    return link.locked_until > now;
+  }
+
+  /**
+   * Lets a download through or throws. `area`: which download route asks; recipient links are for
+   * the link's validity only, so a recipient token is refused (401) in the backup area.
+   */
+  async gate(
+    found: FileWithLink,
+    pin: string | undefined,
+    area: 'area' | 'backup',
+    remote: string | null,
+  ): Promise<void> {
+    const { link, file } = found;
+    if (link.kind !== 'recipient') return;
+    if (area === 'backup') throw unauthorized('invalid or expired download link');
+    if (!this.config.recipientPin) return;
+    const now = this.clock.now();
+    if (this.locked(link, now)) throw forbidden('link locked after wrong PINs: try again later');
+    // No PIN: refuse without writing anything (a scanner prefetching the link changes nothing).
+    if (pin === undefined || pin === '') throw forbidden('PIN required: ask for one with POST /download/pin');
+    const who = this.recipientOf(link);
+    if (!link.pin_hash || link.pin_expires_at === null || link.pin_expires_at <= now) {
+      await this.audit.record({
+        event: 'pin.failed',
+        user: who,
+        remote,
+        fileId: file.id,
+        detail: { link: link.id, reason: link.pin_hash ? 'PIN expired' : 'no PIN sent' },
+      });
+      throw forbidden('PIN expired: ask for a new one');
+    }
+    if (safeEqual(this.keys.hmac(pin.trim()), link.pin_hash)) {
+      if (link.pin_failures > 0) {
+        await this.db.updateTable('links').set({ pin_failures: 0 }).where('id', '=', link.id).execute();
+      }
+      return;
+    }
+    const counted = await this.db
+      .updateTable('links')
+      .set((eb) => ({ pin_failures: eb('pin_failures', '+', 1) }))
+      .where('id', '=', link.id)
+      .returning('pin_failures')
+      .executeTakeFirst();
+    const failures = counted?.pin_failures ?? this.opts.maxPinFailures;
+    await this.audit.record({
+      event: 'pin.failed',
+      user: who,
+      remote,
+      fileId: file.id,
+      detail: { link: link.id, reason: 'wrong PIN', failures },
+    });
+    if (failures >= this.opts.maxPinFailures) {
+      // Conditional: of concurrent wrong guesses only one locks (and audits). The PIN dies with
+      // the lock, so guessing cannot simply resume when the lock ends.
+      const res = await this.db
+        .updateTable('links')
+        .set({ locked_until: now + this.opts.lockSeconds * 1000, pin_failures: 0, pin_hash: null })
+        .where('id', '=', link.id)
+        .where('pin_failures', '>=', this.opts.maxPinFailures)
+        .executeTakeFirst();
+      if (Number(res.numUpdatedRows) === 1) {
+        await this.audit.record({
+          event: 'link.locked',
+          user: who,
+          remote,
+          fileId: file.id,
+          detail: { link: link.id, failures, seconds: this.opts.lockSeconds },
+        });
+      }
+    }
+    throw forbidden('wrong PIN');
+  }
+
+  /**
+   * Sends a fresh PIN to the recipient of a link. Missing k → 400; unknown/revoked/not in the area
+   * → 401; a link that needs no PIN → 400; locked → 403; a second PIN within resendSeconds → 429.
+   */
+  async sendPin(
+    token: string | undefined,
+    lang: string | undefined,
+    remote: string | null,
+  ): Promise<{ uploader: string }> {
+    const found = await this.files.resolve(token, 'area');
+    const { file, link } = found;
+    if (!this.isSecure(link)) throw badRequest('this link needs no PIN');
+    const now = this.clock.now();
+    if (this.locked(link, now)) throw forbidden('link locked after wrong PINs: try again later');
+    const wait = this.tooSoon(link, now);
+    if (wait > 0) throw this.retryLater(wait);
+
+    const uploader = await this.users.byId(file.uploader_id);
+    const language = lang && isLang(lang) ? lang : this.langOf(uploader);
+    const channel = link.recipient_email ? 'email' : 'sms';
+    const to = link.recipient_email ?? link.recipient_mobile;
+    if (!to) throw badRequest('this link has no recipient to send a PIN to');
+    const pin = randomPin();
+    const sent = await this.db.transaction().execute(async (trx) => {
+      // Conditional on the previous send time: of two concurrent requests only one sends.
+      const res = await trx
+        .updateTable('links')
+        .set({
+          pin_hash: this.keys.hmac(pin),
+          pin_expires_at: now + this.config.pinSeconds * 1000,
+          pin_sent_at: now,
+        })
+        .where('id', '=', link.id)
+        .where((eb) =>
+          link.pin_sent_at === null
+            ? eb('pin_sent_at', 'is', null)
+            : eb('pin_sent_at', '=', link.pin_sent_at),
+        )
+        .executeTakeFirst();
+      if (Number(res.numUpdatedRows) !== 1) return false;
+      await this.notify.enqueue(trx, {
+        channel,
+        recipient: to,
+        lang: language,
+        kind: 'download-pin',
+        fileId: file.id,
+        userName: uploader?.name ?? null,
+        vars: { fileName: file.name, pin, pinValidity: formatDuration(this.config.pinSeconds, language) },
+      });
+      await this.audit.record(
+        { event: 'pin.sent', user: to, remote, fileId: file.id, detail: { link: link.id, channel, to } },
+        trx,
+      );
+      return true;
+    });
+    if (!sent) throw this.retryLater(Math.ceil(this.opts.resendSeconds));
+    this.notify.kick();
+    return { uploader: uploader?.name ?? '' };
+  }
+
+  /**
+   * What the landing page shows, without side effects and without the PIN. Missing k → 400;
+   * unknown/revoked/not in the area → 401; a locked link → 403.
+   */
+  async info(token: string | undefined): Promise<LinkInfo> {
+    const { file, link } = await this.files.resolve(token, 'area');
+    if (link.kind === 'recipient' && this.locked(link, this.clock.now()))
+      throw forbidden('link locked after wrong PINs: try again later');
+    const uploader = await this.users.byId(file.uploader_id);
+    const sender = uploader?.name ?? '';
+    return {
+      uploader: sender,
+      file: {
+        name: file.name,
+        length: file.length,
+        modified: file.created_at,
+        sender,
+        message: file.message ?? '',
+        expires: file.expires_at,
+        secure: this.isSecure(link),
+        lang: this.langOf(uploader),
+      },
+    };
+  }
+
+  private langOf(user: UserRow | undefined): Lang {
+    return user && isLang(user.lang) ? user.lang : this.config.lang;
+  }
+
+  /** Seconds until another PIN may be sent for this link (0: now). */
+  private tooSoon(link: LinkRow, now: number): number {
+    if (link.pin_sent_at === null) return 0;
+    const left = link.pin_sent_at + this.opts.resendSeconds * 1000 - now;
+    return left > 0 ? Math.ceil(left / 1000) : 0;
+  }
+
+  private retryLater(seconds: number): AppError {
+    const wait = Math.max(1, seconds);
+    return new AppError(429, `a code was sent less than ${this.opts.resendSeconds}s ago; retry in ${wait}s`, {
+      'Retry-After': String(wait),
+    });
+  }
+}
