@@ -9,8 +9,9 @@ import { type Db, isUniqueViolation } from '../db/database.js';
 import type { FileRow, LinkRow, UserRow } from '../db/schema.js';
 import { AppError, badRequest, unauthorized } from '../errors.js';
 import { type Keys, randomToken, sha256 } from '../security/keys.js';
-import type { BlobStat, BlobStore, StoredBlob } from '../storage/blob-store.js';
+import type { BlobStore, StoredBlob } from '../storage/blob-store.js';
 import type { UserService } from '../users/user-service.js';
+import type { BlobAccess, DownloadOutcome } from './download-response.js';
 import { type FileStore, type FileWithLink, type NewFile, PAGE_SIZE } from './file-store.js';
 import { sanitizeFileName } from './names.js';
 
@@ -64,7 +65,10 @@ export class FileService {
     private readonly users: UserService,
     private readonly keys: Keys,
     private readonly clock: Clock,
-    private readonly config: Pick<Config, 'linkDays' | 'backupDays' | 'maxFileSize'>,
+    private readonly config: Pick<
+      Config,
+      'linkDays' | 'backupDays' | 'maxFileSize' | 'retireOnDownload' | 'verifyDownloads'
+    >,
   ) {}
 
   onUpload(hook: UploadHook): void {
@@ -75,10 +79,50 @@ export class FileService {
     this.downloadHooks.push(hook);
   }
 
-  /** A complete download through `found.link`: counted, then the download hooks run. */
-  async downloaded(found: FileWithLink, remote: string | null): Promise<void> {
-    await this.store.countDownload(found.link.id);
+  /**
+   * After a download response is over: the audit row (complete or not, bytes, range); a complete
+   * one is counted, runs the download hooks and, in mailbox mode, retires the file.
+   */
+  async downloadFinished(
+    found: FileWithLink,
+    outcome: DownloadOutcome,
+    remote: string | null,
+  ): Promise<void> {
+    const { file, link } = found;
+    await this.audit.record({
+      event: 'download',
+      user: link.recipient_email ?? link.recipient_mobile ?? null,
+      remote,
+      fileId: file.id,
+      detail: {
+        link: link.id,
+        kind: link.kind,
+        bytes: outcome.bytes,
+        complete: outcome.complete,
+        ...(outcome.range ? { range: `${outcome.range.start}-${outcome.range.end}` } : {}),
+      },
+    });
+    if (!outcome.complete) return;
+    await this.store.countDownload(link.id);
     for (const hook of this.downloadHooks) await hook(found, remote);
+    if (this.config.retireOnDownload && file.state === 'area') await this.retire(file, 'downloaded');
+  }
+
+  /** Access to a file's blob for the download response, reporting damage to the audit trail. */
+  blobAccess(file: FileRow, remote: string | null): BlobAccess {
+    return {
+      open: (range) => this.blobs.read(file.blob_key, range),
+      stat: () => this.blobs.stat(file.blob_key),
+      verified: (fingerprint) => this.store.setFingerprint(file.id, fingerprint),
+      verify: this.config.verifyDownloads,
+      corrupt: (reason) =>
+        this.audit.record({
+          event: 'file.corrupt',
+          fileId: file.id,
+          remote,
+          detail: { name: file.name, reason },
+        }),
+    };
   }
 
   /** The area an upload goes to: the caller's, or that of `d` (an existing, enabled user). */
@@ -230,13 +274,5 @@ export class FileService {
         detail: { name: file.name, reason },
       });
     return moved;
-  }
-
-  openBlob(file: FileRow, range?: { start: number; end: number }): Promise<Readable> {
-    return this.blobs.read(file.blob_key, range);
-  }
-
-  blobStat(file: FileRow): Promise<BlobStat | null> {
-    return this.blobs.stat(file.blob_key);
   }
 }

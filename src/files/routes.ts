@@ -40,7 +40,7 @@ const ListQuery = Type.Object({
 });
 
 export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const { files, audit, config, notify, secureLinks } = app.services;
+  const { files, config, notify, secureLinks } = app.services;
 
   await app.register(multipart, {
     limits: {
@@ -99,38 +99,14 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
   );
 
   async function serve(request: FastifyRequest, reply: FastifyReply, found: FileWithLink) {
-    const { file, link } = found;
-    const outcome = await sendStoredFile(request, reply, file, {
-      open: (range) => files.openBlob(file, range),
-      stat: () => files.blobStat(file),
-      verified: (fingerprint) => files.store.setFingerprint(file.id, fingerprint),
-      verify: config.verifyDownloads,
-      corrupt: (reason) =>
-        audit.record({
-          event: 'file.corrupt',
-          fileId: file.id,
-          remote: request.ip,
-          detail: { name: file.name, reason },
-        }),
-    });
+    const outcome = await sendStoredFile(
+      request,
+      reply,
+      found.file,
+      files.blobAccess(found.file, request.ip),
+    );
     if (request.method === 'HEAD' || reply.statusCode === 304) return;
-    await audit.record({
-      event: 'download',
-      user: link.recipient_email ?? link.recipient_mobile ?? null,
-      remote: request.ip,
-      fileId: file.id,
-      detail: {
-        link: link.id,
-        kind: link.kind,
-        bytes: outcome.bytes,
-        complete: outcome.complete,
-        ...(outcome.range ? { range: `${outcome.range.start}-${outcome.range.end}` } : {}),
-      },
-    });
-    if (outcome.complete) {
-      await files.downloaded(found, request.ip);
-      if (config.retireOnDownload && file.state === 'area') await files.retire(file, 'downloaded');
-    }
+    await files.downloadFinished(found, outcome, request.ip);
   }
 
   // GET and HEAD share a handler; an explicit HEAD keeps our Content-Length (Fastify's generated
