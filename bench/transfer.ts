@@ -301,8 +301,8 @@ async function startRemessa(
     input: 'bench-password-1\n',
     stdio: ['pipe', 'ignore', 'inherit'],
   });
-  // Started through the launcher's own shebang (as `npx remessa serve` is), so the server runs
-  // with the node flags it ships with; --node-arg values are added through NODE_OPTIONS.
+  // Started through the launcher itself (as `npx remessa serve` is); --node-arg values are added
+  // through NODE_OPTIONS.
   const child = spawn(cli, ['serve'], {
     env: { ...env, NODE_OPTIONS: [process.env['NODE_OPTIONS'] ?? '', ...nodeArgs].join(' ').trim() },
     cwd: dir,
@@ -345,6 +345,31 @@ async function measure(pid: number, size: number, run: () => Promise<CurlResult>
   const speed = direction === 'up' ? r.speedUpload : r.speedDownload;
   // curl's speed is bytes/s over the whole transfer; MB/s here is 10^6 bytes/s.
   return { sample: { mbps: speed / 1e6, seconds: r.time, peakRss }, result: r };
+}
+
+/**
+ * Reads a file once so both servers serve downloads from the page cache. On this VM the kernel
+ * reclaims page cache proactively (DAMON), so a file written a moment ago may already be on disk
+ * only; without this the comparison would pit nginx's cache against Remessa's disk.
+ */
+async function warmPageCache(file: string): Promise<void> {
+  const fh = await open(file, 'r');
+  try {
+    const buf = Buffer.allocUnsafe(MiB);
+    while ((await fh.read(buf, 0, MiB, null)).bytesRead > 0);
+  } finally {
+    await fh.close();
+  }
+}
+
+async function filesUnder(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) out.push(...(await filesUnder(p)));
+    else out.push(p);
+  }
+  return out;
 }
 
 function median(xs: number[]): number {
@@ -492,6 +517,7 @@ async function main(): Promise<void> {
           seconds: durable,
           peakRss: up.sample.peakRss,
         });
+        await warmPageCache(path.join(nginx.root, 'up', 'payload.bin'));
         const down = await measure(nginx.pid, opt.size, () => curl(['-o', '/dev/null', url]), 'down');
         record('nginx', 'download', down.sample);
         await rm(path.join(nginx.root, 'up', 'payload.bin'), { force: true });
@@ -509,6 +535,7 @@ async function main(): Promise<void> {
         const link = await linkOf();
         process.stdout.write(` remessa-${kind} ↑${up.sample.mbps.toFixed(0)}`);
         if (kind === 'raw') {
+          for (const blob of await filesUnder(blobDir)) await warmPageCache(blob);
           const down = await measure(remessa.pid, opt.size, () => curl(['-o', '/dev/null', link]), 'down');
           if (down.result.code !== 200) throw new Error(`remessa download answered ${down.result.code}`);
           record('remessa', 'download', down.sample);
