@@ -74,7 +74,7 @@ export async function createServices(
   const blobs = opts.blobStore ?? new LocalBlobStore(config.dataDir);
   const orphans = await blobs.recover();
   if (orphans > 0) log.warn({ orphans }, 'removed partial uploads left by a crash');
-  const fileStore = new FileStore(db);
+  const fileStore = new FileStore(db, database.dialect);
   const files = new FileService(db, fileStore, blobs, audit, users, keys, clock, config);
   const notify = new NotificationService(
     db,

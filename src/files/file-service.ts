@@ -179,6 +179,7 @@ export class FileService {
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.db.transaction().execute(async (trx) => {
+          await this.store.lockArea(trx, req.owner.id);
           const out: FileWithToken[] = [];
           for (const [i, blob] of blobs.entries()) {
             const f: NewFile = {

@@ -2,6 +2,7 @@
 // row count says whether this caller won, so several instances can sweep at once.
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import type { Dialect } from '../db/migrations.js';
 import type { FileRow, LinkRow } from '../db/schema.js';
 import { numberedName } from './names.js';
 
@@ -38,8 +39,24 @@ export interface FileWithLink {
 
 export const PAGE_SIZE = 100;
 
+/** First key of the area advisory locks (the second is the owner id). */
+const AREA_LOCK = 0x52454d; // 'REM'
+
 export class FileStore {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly dialect: Dialect,
+  ) {}
+
+  /**
+   * Serialises name choice within one area until the transaction ends. SQLite already runs one
+   * writer at a time; on PostgreSQL concurrent uploads of the same name (from any instance) would
+   * otherwise all pick the same free name and all but one fail on the unique index.
+   */
+  async lockArea(trx: Db, ownerId: number): Promise<void> {
+    if (this.dialect === 'postgres')
+      await sql`select pg_advisory_xact_lock(${AREA_LOCK}, ${ownerId})`.execute(trx);
+  }
 
   /**
    * Inserts the file under the first free name of its area: "a.txt", "a (1).txt", "a (2).txt"…

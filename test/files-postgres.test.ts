@@ -1,0 +1,82 @@
+// The file domain on PostgreSQL: name de-duplication, lists, downloads, and two instances sweeping
+// the same database at once (each file retired and purged exactly once).
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { bytes, type FileEntry, footprint, listArea, uploadMultipart, uploadRaw } from './helpers/files.js';
+import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
+import { basic, startTestServer, type TestServer } from './helpers/server.js';
+
+const available = await postgresAvailable();
+if (!available && PG_REQUIRED) throw new Error(PG_SKIP);
+
+const DAY = 24 * 3600 * 1000;
+const ENV = { REMESSA_LINK_DAYS: '1', REMESSA_BACKUP_DAYS: '1' };
+
+describe('files on PostgreSQL', { skip: available ? false : PG_SKIP }, () => {
+  let database: { url: string; drop(): Promise<void> };
+  let a: TestServer;
+  let b: TestServer;
+  const auth = basic('pgfiles', 'pgfiles-password');
+
+  before(async () => {
+    database = await createTempDatabase();
+    const env = { ...ENV, REMESSA_DATABASE_URL: database.url };
+    a = await startTestServer({ env, startWorkers: false });
+    // A second instance: its own process state, the same database and the same blob directory.
+    b = await startTestServer({ env, dataDir: a.dataDir, startWorkers: false });
+    await a.createUser('pgfiles', 'pgfiles-password');
+  });
+  after(async () => {
+    await b?.close();
+    await a?.close();
+    await database?.drop();
+  });
+
+  test('uploads through either instance share one area, with " (n)" names and byte-identical downloads', async () => {
+    assert.equal(a.server.services.dialect, 'postgres');
+    const data = bytes(100_000);
+    const first = await uploadRaw(a, auth, data, { file: 'doc_50%.txt' });
+    const second = await uploadMultipart(b, auth, [
+      { filename: 'doc_50%.txt', data },
+      { filename: 'doc_50%.txt', data },
+    ]);
+    assert.equal(first.status, 200);
+    assert.equal(second.status, 200, JSON.stringify(second.body));
+    const names = (await listArea(b, 'pgfiles', 'pgfiles-password')).map((e) => e.name);
+    assert.deepEqual(names, ['doc_50%.txt', 'doc_50% (1).txt', 'doc_50% (2).txt']);
+    const link = (first.body['files'] as FileEntry[])[0]!.linkURL;
+    const res = await fetch(link.replace(a.origin, b.origin));
+    assert.equal(res.status, 200);
+    assert.ok(Buffer.from(await res.arrayBuffer()).equals(data));
+  });
+
+  test('concurrent uploads of the same name get distinct names', async () => {
+    const results = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => uploadRaw(i % 2 ? a : b, auth, bytes(1000), { file: 'race.bin' })),
+    );
+    for (const r of results) assert.equal(r.status, 200, JSON.stringify(r.body));
+    const names = (await listArea(a, 'pgfiles', 'pgfiles-password'))
+      .map((e) => e.name)
+      .filter((n) => n.startsWith('race'));
+    assert.equal(new Set(names).size, 6);
+  });
+
+  test('two instances sweeping at once retire and purge every file exactly once', async () => {
+    const before = (await footprint(a)).files;
+    for (const s of [a, b]) s.clock.advance(DAY + 1);
+    await Promise.all([
+      a.server.workers.get('file-sweeper')!.runOnce(),
+      b.server.workers.get('file-sweeper')!.runOnce(),
+    ]);
+    const retired = await a.server.services.audit.query({ event: 'file.retired' });
+    assert.equal(retired.length, before);
+    assert.equal((await listArea(b, 'pgfiles', 'pgfiles-password', 1, true)).length, before);
+    for (const s of [a, b]) s.clock.advance(DAY + 1);
+    await Promise.all([
+      a.server.workers.get('file-sweeper')!.runOnce(),
+      b.server.workers.get('file-sweeper')!.runOnce(),
+    ]);
+    assert.equal((await a.server.services.audit.query({ event: 'file.purged' })).length, before);
+    assert.deepEqual(await footprint(a), { blobs: 0, temps: 0, files: 0, links: 0 });
+  });
+});
