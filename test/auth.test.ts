@@ -336,3 +336,31 @@ describe('configuration', () => {
     }
   });
 });
+
+describe('internal failures', () => {
+  test('a broken database → 500 OAuth error object on the token endpoint, 500 envelope elsewhere', async () => {
+    const t = await startTestServer();
+    try {
+      await t.createUser('broken', 'broken-password');
+      // Pull the database out from under the running server.
+      await t.server.services.db.destroy();
+      const r = await call(`${t.base}/oauth2/token`, {
+        method: 'POST',
+        headers: FORM,
+        body: form({ grant_type: 'password', username: 'broken', password: 'broken-password' }),
+      });
+      assert.equal(r.status, 500);
+      assert.deepEqual(r.body, { error: 500, error_description: 'Internal server error', error_uri: t.base });
+      const login = await call(`${t.base}/auth/login`, {
+        method: 'POST',
+        headers: { Authorization: basic('broken', 'broken-password') },
+      });
+      assert.equal(login.status, 500);
+      assert.equal(login.body['description'], 'Internal Server Error');
+      assert.deepEqual(errorKeys(login.body), ERROR_KEYS);
+      assert.ok(!JSON.stringify(login.body).includes('driver'), 'no internals in the answer');
+    } finally {
+      await t.close().catch(() => {});
+    }
+  });
+});
