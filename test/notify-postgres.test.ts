@@ -82,4 +82,28 @@ describe('outbox on PostgreSQL, two instances', { skip: available ? false : PG_S
     });
     assert.equal(again.status, 401);
   });
+
+  test('"send me a code" on one change link from both instances at once sends exactly one code', async () => {
+    await a.createUser('pgracer', 'pg-racer-password');
+    const r = await call(`${a.base}/auth/forgetParameters?u=pgracer`);
+    assert.equal(r.status, 200);
+    const k = encodeURIComponent(new URL(String(r.body['linkURL'])).searchParams.get('k')!);
+    for (const s of [a, b]) s.clock.advance(61_000);
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        call(`${(i % 2 ? a : b).base}/auth/changeParameters?k=${k}`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json' },
+        }),
+      ),
+    );
+    assert.deepEqual(answers.map((x) => x.status).sort(), [200, 429, 429, 429, 429, 429]);
+    const pins = await a.server.services.db
+      .selectFrom('outbox')
+      .select('id')
+      .where('kind', '=', 'password-pin')
+      .where('user_name', '=', 'pgracer')
+      .execute();
+    assert.equal(pins.length, 2, 'the code from forgetParameters and exactly one more');
+  });
 });

@@ -256,8 +256,9 @@ export class RecoveryService {
       throw this.tooSoon(row.pin_sent_at, now);
     }
     const pin = randomPin();
-    await this.db.transaction().execute(async (trx) => {
-      await trx
+    const sent = await this.db.transaction().execute(async (trx) => {
+      // Conditional on the previous send time: of two concurrent requests only one sends.
+      const res = await trx
         .updateTable('change_tokens')
         .set({
           pin_hash: this.keys.hmac(pin),
@@ -265,7 +266,11 @@ export class RecoveryService {
           pin_sent_at: now,
         })
         .where('id', '=', row.id)
-        .execute();
+        .where((eb) =>
+          row.pin_sent_at === null ? eb('pin_sent_at', 'is', null) : eb('pin_sent_at', '=', row.pin_sent_at),
+        )
+        .executeTakeFirst();
+      if (Number(res.numUpdatedRows) !== 1) return false;
       await this.enqueuePin(trx, user, row.purpose as ChangePurpose, pin, linkURL);
       await this.audit.record(
         {
@@ -276,7 +281,9 @@ export class RecoveryService {
         },
         trx,
       );
+      return true;
     });
+    if (!sent) throw this.tooSoon(now, now);
     this.notify.kick();
   }
 
