@@ -9,6 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import type { ParsedMail } from 'mailparser';
 import type { Browser, Download, Page } from 'playwright-core';
 import {
+  browserSkip,
   launchBrowser,
   type OpenedPage,
   openPage,
@@ -37,7 +38,7 @@ async function bytesOf(download: Download): Promise<Buffer> {
   return readFile(file);
 }
 
-describe('portal end-to-end flows (files + recipients + recovery)', () => {
+describe('portal end-to-end flows (files + recipients + recovery)', { skip: browserSkip() }, () => {
   let t: TestServer;
   let mail: MailSink;
   let browser: Browser;

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page, Route } from 'playwright-core';
 import {
+  browserSkip,
   launchBrowser,
   type OpenedPage,
   openPage,
@@ -36,7 +37,7 @@ const at = (pathname: string) => (url: URL) => url.pathname === pathname;
 const reply = (route: Route, status: number, body: object) =>
   route.fulfill({ status, contentType: 'application/json; charset=utf-8', body: JSON.stringify(body) });
 
-describe('portal in a real browser', () => {
+describe('portal in a real browser', { skip: browserSkip() }, () => {
   let t: TestServer;
   let browser: Browser;
   const opened: OpenedPage[] = [];

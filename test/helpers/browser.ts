@@ -1,11 +1,22 @@
 // Real-browser helpers for portal tests: Debian's Chromium driven by playwright-core (never a
 // downloaded browser), CSP-violation capture, an axe-core scan and screenshots under test-results/.
-import { mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 
-export const CHROMIUM = '/usr/bin/chromium';
+export const CHROMIUM = process.env['REMESSA_TEST_CHROMIUM'] ?? '/usr/bin/chromium';
+
+/**
+ * Browser tests need Debian's Chromium. Where it is missing they skip with this message, unless
+ * REMESSA_TEST_REQUIRE_BROWSER=1 (set by .ci/run, which installs it) makes that a failure.
+ */
+export const BROWSER_SKIP = `${CHROMIUM} not found: browser tests skipped (apt-get install -y chromium)`;
+export function browserSkip(): string | false {
+  if (existsSync(CHROMIUM)) return false;
+  if (process.env['REMESSA_TEST_REQUIRE_BROWSER'] === '1') throw new Error(BROWSER_SKIP);
+  return BROWSER_SKIP;
+}
 export const PHONE = { width: 360, height: 740 };
 export const DESKTOP = { width: 1280, height: 800 };
 const SHOTS = path.resolve('test-results/portal');
