@@ -6,10 +6,11 @@ import type { Clock } from '../clock.js';
 import type { Lang } from '../config.js';
 import type { Db } from '../db/database.js';
 import type { ChangeTokenRow, UserRow } from '../db/schema.js';
-import { AppError, badRequest, forbidden, unauthorized } from '../errors.js';
+import { badRequest, forbidden, unauthorized } from '../errors.js';
 import type { NotificationService } from '../notify/notification-service.js';
 import { formatDuration } from '../notify/templates.js';
-import { type Keys, randomPin, randomToken, safeEqual, sha256 } from '../security/keys.js';
+import { type Keys, randomToken, sha256 } from '../security/keys.js';
+import { PinPolicy } from '../security/pins.js';
 import type { UserService } from '../users/user-service.js';
 import { isLang } from '../validation.js';
 
@@ -42,12 +43,13 @@ export class RecoveryService {
   private readonly linkMs: number;
   private readonly maxFailures: number;
   private readonly resendMs: number;
+  private readonly pins: PinPolicy;
 
   constructor(
     private readonly db: Db,
     private readonly users: UserService,
     private readonly audit: AuditLog,
-    private readonly keys: Keys,
+    keys: Keys,
     private readonly clock: Clock,
     private readonly notify: NotificationService,
     private readonly opts: RecoveryOptions,
@@ -55,6 +57,7 @@ export class RecoveryService {
     this.linkMs = (opts.linkSeconds ?? 30 * 60) * 1000;
     this.maxFailures = opts.maxPinFailures ?? 5;
     this.resendMs = (opts.resendSeconds ?? 60) * 1000;
+    this.pins = new PinPolicy(keys, opts.pinSeconds, opts.resendSeconds ?? 60);
   }
 
   private langOf(user: UserRow): Lang {
@@ -99,11 +102,11 @@ export class RecoveryService {
       .where('created_at', '>', now - this.resendMs)
       .orderBy('created_at', 'desc')
       .executeTakeFirst();
-    if (recent) throw this.tooSoon(recent.created_at, now);
+    if (recent) throw this.pins.tooSoon(this.pins.resendWait(recent.created_at, now));
 
     const token = randomToken();
     const linkURL = this.linkFor(user, token);
-    const pin = randomPin();
+    const { pin, columns } = this.pins.issue(now);
     await this.db.transaction().execute(async (trx) => {
       const row = await trx
         .insertInto('change_tokens')
@@ -111,9 +114,7 @@ export class RecoveryService {
           user_id: user.id,
           token_hash: sha256(token),
           purpose,
-          pin_hash: this.keys.hmac(pin),
-          pin_expires_at: now + this.opts.pinSeconds * 1000,
-          pin_sent_at: now,
+          ...columns,
           pin_failures: 0,
           expires_at: now + this.linkMs,
           used_at: null,
@@ -217,11 +218,12 @@ export class RecoveryService {
     now: number,
     remote: string | null,
   ): Promise<void> {
-    if (!row.pin_hash || row.pin_expires_at === null || row.pin_expires_at <= now) {
+    const result = this.pins.check(row, pin, now);
+    if (result === 'none' || result === 'expired') {
       await this.audit.record({ event: 'pin.failed', user: user.name, remote, detail: 'PIN expired' });
       throw forbidden('PIN expired: ask for a new one');
     }
-    if (safeEqual(this.keys.hmac(pin.trim()), row.pin_hash)) return;
+    if (result === 'match') return;
     const counted = await this.db
       .updateTable('change_tokens')
       .set((eb) => ({ pin_failures: eb('pin_failures', '+', 1) }))
@@ -252,19 +254,14 @@ export class RecoveryService {
       await this.failed(user.name, remote, 'no e-mail address on record');
       throw forbidden('no e-mail address on record');
     }
-    if (row.pin_sent_at !== null && now - row.pin_sent_at < this.resendMs) {
-      throw this.tooSoon(row.pin_sent_at, now);
-    }
-    const pin = randomPin();
+    const wait = this.pins.resendWait(row.pin_sent_at, now);
+    if (wait > 0) throw this.pins.tooSoon(wait);
+    const { pin, columns } = this.pins.issue(now);
     const sent = await this.db.transaction().execute(async (trx) => {
       // Conditional on the previous send time: of two concurrent requests only one sends.
       const res = await trx
         .updateTable('change_tokens')
-        .set({
-          pin_hash: this.keys.hmac(pin),
-          pin_expires_at: now + this.opts.pinSeconds * 1000,
-          pin_sent_at: now,
-        })
+        .set(columns)
         .where('id', '=', row.id)
         .where((eb) =>
           row.pin_sent_at === null ? eb('pin_sent_at', 'is', null) : eb('pin_sent_at', '=', row.pin_sent_at),
@@ -283,7 +280,7 @@ export class RecoveryService {
       );
       return true;
     });
-    if (!sent) throw this.tooSoon(now, now);
+    if (!sent) throw this.pins.tooSoon(this.pins.resendSeconds);
     this.notify.kick();
   }
 
@@ -309,13 +306,6 @@ export class RecoveryService {
         linkValidity: formatDuration(this.linkMs / 1000, lang),
         firstAccess: purpose === 'firstaccess' ? 'yes' : '',
       },
-    });
-  }
-
-  private tooSoon(since: number, now: number): AppError {
-    const wait = Math.max(1, Math.ceil((since + this.resendMs - now) / 1000));
-    return new AppError(429, `a code was sent less than ${this.resendMs / 1000}s ago; retry in ${wait}s`, {
-      'Retry-After': String(wait),
     });
   }
 }

@@ -12,10 +12,11 @@ import type { Clock } from '../clock.js';
 import type { Config, Lang } from '../config.js';
 import type { Db } from '../db/database.js';
 import type { LinkRow, UserRow } from '../db/schema.js';
-import { AppError, badRequest, forbidden, unauthorized } from '../errors.js';
+import { badRequest, forbidden, unauthorized } from '../errors.js';
 import type { NotificationService } from '../notify/notification-service.js';
 import { formatDuration } from '../notify/templates.js';
-import { type Keys, randomPin, safeEqual } from '../security/keys.js';
+import type { Keys } from '../security/keys.js';
+import { PinPolicy } from '../security/pins.js';
 import type { UserService } from '../users/user-service.js';
 import { isLang } from '../validation.js';
 import type { FileService } from './file-service.js';
@@ -53,6 +54,7 @@ export interface LinkInfo {
 
 export class SecureLinks {
   private readonly opts: SecureLinkOptions;
+  private readonly pins: PinPolicy;
 
   constructor(
     private readonly db: Db,
@@ -60,12 +62,13 @@ export class SecureLinks {
     private readonly users: UserService,
     private readonly notify: NotificationService,
     private readonly audit: AuditLog,
-    private readonly keys: Keys,
+    keys: Keys,
     private readonly clock: Clock,
     private readonly config: Pick<Config, 'lang' | 'recipientPin' | 'pinSeconds'>,
     opts: Partial<SecureLinkOptions> = {},
   ) {
     this.opts = { ...SECURE_LINK_DEFAULTS, ...opts };
+    this.pins = new PinPolicy(keys, config.pinSeconds, this.opts.resendSeconds);
   }
 
   /** Does this link need a PIN to download? */
@@ -100,17 +103,18 @@ export class SecureLinks {
     // No PIN: refuse without writing anything (a scanner prefetching the link changes nothing).
     if (pin === undefined || pin === '') throw forbidden('PIN required: ask for one with POST /download/pin');
     const who = this.recipientOf(link);
-    if (!link.pin_hash || link.pin_expires_at === null || link.pin_expires_at <= now) {
+    const result = this.pins.check(link, pin, now);
+    if (result === 'none' || result === 'expired') {
       await this.audit.record({
         event: 'pin.failed',
         user: who,
         remote,
         fileId: file.id,
-        detail: { link: link.id, reason: link.pin_hash ? 'PIN expired' : 'no PIN sent' },
+        detail: { link: link.id, reason: result === 'expired' ? 'PIN expired' : 'no PIN sent' },
       });
       throw forbidden('PIN expired: ask for a new one');
     }
-    if (safeEqual(this.keys.hmac(pin.trim()), link.pin_hash)) {
+    if (result === 'match') {
       if (link.pin_failures > 0) {
         await this.db.updateTable('links').set({ pin_failures: 0 }).where('id', '=', link.id).execute();
       }
@@ -166,24 +170,20 @@ export class SecureLinks {
     if (!this.isSecure(link)) throw badRequest('this link needs no PIN');
     const now = this.clock.now();
     if (this.locked(link, now)) throw forbidden('link locked after wrong PINs: try again later');
-    const wait = this.tooSoon(link, now);
-    if (wait > 0) throw this.retryLater(wait);
+    const wait = this.pins.resendWait(link.pin_sent_at, now);
+    if (wait > 0) throw this.pins.tooSoon(wait);
 
     const uploader = await this.users.byId(file.uploader_id);
     const language = lang && isLang(lang) ? lang : this.langOf(uploader);
     const channel = link.recipient_email ? 'email' : 'sms';
     const to = link.recipient_email ?? link.recipient_mobile;
     if (!to) throw badRequest('this link has no recipient to send a PIN to');
-    const pin = randomPin();
+    const { pin, columns } = this.pins.issue(now);
     const sent = await this.db.transaction().execute(async (trx) => {
       // Conditional on the previous send time: of two concurrent requests only one sends.
       const res = await trx
         .updateTable('links')
-        .set({
-          pin_hash: this.keys.hmac(pin),
-          pin_expires_at: now + this.config.pinSeconds * 1000,
-          pin_sent_at: now,
-        })
+        .set(columns)
         .where('id', '=', link.id)
         .where((eb) =>
           link.pin_sent_at === null
@@ -207,7 +207,7 @@ export class SecureLinks {
       );
       return true;
     });
-    if (!sent) throw this.retryLater(Math.ceil(this.opts.resendSeconds));
+    if (!sent) throw this.pins.tooSoon(this.pins.resendSeconds);
     this.notify.kick();
     return { uploader: uploader?.name ?? '' };
   }
@@ -239,19 +239,5 @@ export class SecureLinks {
 
   private langOf(user: UserRow | undefined): Lang {
     return user && isLang(user.lang) ? user.lang : this.config.lang;
-  }
-
-  /** Seconds until another PIN may be sent for this link (0: now). */
-  private tooSoon(link: LinkRow, now: number): number {
-    if (link.pin_sent_at === null) return 0;
-    const left = link.pin_sent_at + this.opts.resendSeconds * 1000 - now;
-    return left > 0 ? Math.ceil(left / 1000) : 0;
-  }
-
-  private retryLater(seconds: number): AppError {
-    const wait = Math.max(1, seconds);
-    return new AppError(429, `a code was sent less than ${this.opts.resendSeconds}s ago; retry in ${wait}s`, {
-      'Retry-After': String(wait),
-    });
   }
 }
