@@ -83,3 +83,15 @@ export function swap(parent: Element, ...children: (Child | Child[])[]): void {
   clear(parent);
   append(parent, children);
 }
+
+/** The user-name input of the sign-in, forgot-password and first-access forms. */
+export function usernameInput(): HTMLInputElement {
+  return h('input', {
+    name: 'username',
+    autocomplete: 'username',
+    autocapitalize: 'none',
+    spellcheck: 'false',
+    required: true,
+    maxlength: 64,
+  });
+}

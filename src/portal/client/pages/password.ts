@@ -3,7 +3,7 @@
 // a JSON body, so passwords stay out of URLs). Statuses per DESIGN §6.
 import { ApiError, call, errorText } from '../api.js';
 import { config } from '../config.js';
-import { field, h, notice, pageHeading, put, say, swap } from '../dom.js';
+import { field, h, notice, pageHeading, put, say, swap, usernameInput } from '../dom.js';
 import { currentLang, t } from '../i18n.js';
 import type { PageContext } from '../page-context.js';
 
@@ -12,14 +12,7 @@ function signInHref(): string {
 }
 
 export function renderRecovery(ctx: PageContext, kind: 'forgot' | 'first'): void {
-  const username = h('input', {
-    name: 'username',
-    autocomplete: 'username',
-    autocapitalize: 'none',
-    spellcheck: 'false',
-    required: true,
-    maxlength: 64,
-  });
+  const username = usernameInput();
   const status = h('div', { class: 'status-slot' });
   const submit = h('button', { type: 'submit' }, t('sendLink'));
   const form = h(

@@ -1,20 +1,13 @@
 // Sign in: username + password → POST {base}/auth/login with Basic; clear words on 401 and lockout.
 import { ApiError, call, errorText } from '../api.js';
-import { field, h, notice, pageHeading, put, say } from '../dom.js';
+import { field, h, notice, pageHeading, put, say, usernameInput } from '../dom.js';
 import { t } from '../i18n.js';
 import { loadUserLang } from '../language.js';
 import type { PageContext } from '../page-context.js';
 import { startSession } from '../session.js';
 
 export function renderSignIn(ctx: PageContext): void {
-  const username = h('input', {
-    name: 'username',
-    autocomplete: 'username',
-    autocapitalize: 'none',
-    spellcheck: 'false',
-    required: true,
-    maxlength: 64,
-  });
+  const username = usernameInput();
   const password = h('input', {
     name: 'password',
     type: 'password',
