@@ -49,8 +49,6 @@ export interface ServiceOptions {
   clock?: Clock;
   /** false: background jobs only run when a test calls runOnce() */
   startWorkers?: boolean;
-  /** Replaces the configured blob store (fault-injection tests). */
-  blobStore?: BlobStore;
 }
 
 export async function createServices(
@@ -71,7 +69,7 @@ export async function createServices(
     passwordMinLength: config.passwordMinLength,
   });
   const auth = new AuthService(db, userStore, audit, keys, clock, config);
-  const blobs = opts.blobStore ?? new LocalBlobStore(config.dataDir);
+  const blobs: BlobStore = new LocalBlobStore(config.dataDir);
   const orphans = await blobs.recover();
   if (orphans > 0) log.warn({ orphans }, 'removed partial uploads left by a crash');
   const fileStore = new FileStore(db, database.dialect);

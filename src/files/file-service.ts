@@ -12,7 +12,7 @@ import { type Keys, randomToken, sha256 } from '../security/keys.js';
 import type { BlobStore, StoredBlob } from '../storage/blob-store.js';
 import type { UserService } from '../users/user-service.js';
 import type { BlobAccess, DownloadOutcome } from './download-response.js';
-import { type FileStore, type FileWithLink, type NewFile, PAGE_SIZE } from './file-store.js';
+import type { FileStore, FileWithLink, NewFile } from './file-store.js';
 import { sanitizeFileName } from './names.js';
 
 const DAY = 24 * 3600 * 1000;
@@ -258,10 +258,6 @@ export class FileService {
   async list(owner: UserRow, area: 'area' | 'backup', page: number): Promise<FileWithToken[]> {
     const rows = await this.store.listPage(owner.id, area, page);
     return rows.map((r) => ({ ...r, token: this.keys.unseal(r.link.token_sealed) }));
-  }
-
-  get pageSize(): number {
-    return PAGE_SIZE;
   }
 
   /** area → backup (link validity over, or first complete download in mailbox mode). */

@@ -188,16 +188,15 @@ export class FileStore {
     return Number(res.numUpdatedRows) === 1;
   }
 
-  idsDueForRetirement(now: number, limit: number): Promise<number[]> {
+  dueForRetirement(now: number, limit: number): Promise<FileRow[]> {
     return this.db
       .selectFrom('files')
-      .select('id')
+      .selectAll()
       .where('state', '=', 'area')
       .where('expires_at', '<=', now)
       .orderBy('expires_at')
       .limit(limit)
-      .execute()
-      .then((rows) => rows.map((r) => r.id));
+      .execute();
   }
 
   /**

@@ -30,9 +30,8 @@ export class FileSweeper implements BackgroundJob {
     const now = this.clock.now();
     await this.store.orphansToPurge(now);
     let retired = 0;
-    for (const id of await this.store.idsDueForRetirement(now, BATCH)) {
-      const file = await this.store.byId(id);
-      if (file && (await this.files.retire(file, 'link expired'))) retired++;
+    for (const file of await this.store.dueForRetirement(now, BATCH)) {
+      if (await this.files.retire(file, 'link expired')) retired++;
     }
     let purged = 0;
     // A fresh time: files retired just above with REMESSA_BACKUP_DAYS=0 are due at once.

@@ -52,22 +52,29 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
       headerPairs: 100,
     },
   });
-  // A raw body (DESIGN §4 ext) is handed over as the request stream itself, never buffered.
-  // The route reads request.raw itself (detachedBody), so the parser only has to let it through.
+  // A raw body (DESIGN §4 ext) is never buffered: the route streams request.raw itself
+  // (detachedBody), so the parser only has to let the request through.
   app.addContentTypeParser('application/octet-stream', (_request, _payload, done) => done(null, undefined));
 
-  async function* incoming(request: FastifyRequest): AsyncGenerator<IncomingFile> {
-    if (request.isMultipart()) {
-      for await (const part of request.parts()) {
-        if (part.type === 'file') yield { filename: part.filename || undefined, stream: part.file };
-      }
+  type BodyKind = 'multipart' | 'raw';
+
+  function bodyKind(request: FastifyRequest): BodyKind {
+    if (request.isMultipart()) return 'multipart';
+    if ((request.headers['content-type'] ?? '').toLowerCase().startsWith('application/octet-stream'))
+      return 'raw';
+    throw badRequest(
+      'body must be multipart/form-data or application/octet-stream (Content-Type or Content_type)',
+    );
+  }
+
+  async function* incoming(request: FastifyRequest, kind: BodyKind): AsyncGenerator<IncomingFile> {
+    if (kind === 'raw') {
+      yield { filename: undefined, stream: detachedBody(request.raw) };
       return;
     }
-    const type = request.headers['content-type'] ?? '';
-    if (!type.toLowerCase().startsWith('application/octet-stream')) {
-      throw badRequest('body must be multipart/form-data or application/octet-stream');
+    for await (const part of request.parts()) {
+      if (part.type === 'file') yield { filename: part.filename || undefined, stream: part.file };
     }
-    yield { filename: undefined, stream: detachedBody(request.raw) };
   }
 
   app.post(
@@ -79,13 +86,12 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
       // Everything about the request is checked before a byte of the body is read.
       const owner = await files.destination(uploader, q.d);
       const recipients = parseRecipients(q.m, q.c);
-      const type = request.headers['content-type'];
-      if (!type) throw badRequest('Content-Type (or Content_type) multipart/form-data required');
+      const kind = bodyKind(request);
       let stored: Awaited<ReturnType<typeof files.upload>>;
       try {
         stored = await files.upload(
           { uploader, owner, queryName: q.file, message: q.i ?? null, remote: request.ip, recipients },
-          incoming(request),
+          incoming(request, kind),
         );
       } catch (err) {
         discardRestOfBody(request.raw);
