@@ -1,19 +1,32 @@
 // Transfer benchmark: uploads and downloads one large file over loopback to Remessa and to nginx
 // (the reference) with the same client (curl), reporting MB/s and each server's peak resident memory.
 // A script, not a test: `npm run build && npm run bench -- --size 2GiB --runs 3`.
-import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { randomFillSync } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, writeSync } from 'node:fs';
 import { open, readdir, readFile, rm, unlink, writeFile } from 'node:fs/promises';
-import { connect, createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import {
+  type CurlResult,
+  curl,
+  ensureNginx,
+  memOf,
+  type Server,
+  sampleRss,
+  startNginx,
+  startRemessa,
+  treeOf,
+  versionOf,
+} from './servers.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const MiB = 1024 * 1024;
 const DEADLINE_MS = 10 * 60 * 1000;
+/** Pause after `sync` before each upload, so the disk has finished earlier writeback. */
+const SETTLE_MS = 3000;
 
 interface Options {
   size: number;
@@ -77,239 +90,6 @@ function options(): Options {
     tmp: path.resolve(values.tmp),
     nodeArgs: values['node-arg'],
   };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Processes, ports, memory sampling
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-async function waitForPort(port: number, child: ChildProcess, what: string): Promise<void> {
-  const until = Date.now() + 20_000;
-  while (Date.now() < until) {
-    if (child.exitCode !== null) throw new Error(`${what} exited with ${child.exitCode} while starting`);
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = connect(port, '127.0.0.1');
-      s.once('connect', () => {
-        s.destroy();
-        resolve(true);
-      });
-      s.once('error', () => resolve(false));
-    });
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${what} did not listen on ${port} within 20 s`);
-}
-
-/** VmRSS and VmHWM of a process in bytes (0 if it is gone). */
-function memOf(pid: number): { rss: number; hwm: number } {
-  try {
-    const text = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? 0) * 1024;
-    return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
-  } catch {
-    return { rss: 0, hwm: 0 };
-  }
-}
-
-/** The process and its descendants (nginx: master + workers). */
-function treeOf(pid: number): number[] {
-  const out = [pid];
-  for (let i = 0; i < out.length; i++) {
-    try {
-      const kids = readFileSync(`/proc/${out[i]}/task/${out[i]}/children`, 'utf8').trim();
-      if (kids) out.push(...kids.split(/\s+/).map(Number));
-    } catch {
-      // gone
-    }
-  }
-  return out;
-}
-
-/** Samples the summed VmRSS of a process tree every `everyMs` until stopped; returns the peak. */
-function sampleRss(pid: number, everyMs = 50): () => number {
-  let peak = 0;
-  const tick = () => {
-    const total = treeOf(pid).reduce((sum, p) => sum + memOf(p).rss, 0);
-    if (total > peak) peak = total;
-  };
-  tick();
-  const timer = setInterval(tick, everyMs);
-  return () => {
-    clearInterval(timer);
-    tick();
-    return peak;
-  };
-}
-
-interface CurlResult {
-  code: number;
-  sizeUpload: number;
-  sizeDownload: number;
-  speedUpload: number;
-  speedDownload: number;
-  time: number;
-}
-
-function curl(args: string[]): Promise<CurlResult> {
-  const fmt = '%{http_code} %{size_upload} %{size_download} %{speed_upload} %{speed_download} %{time_total}';
-  return new Promise((resolve, reject) => {
-    const child = spawn('curl', ['-sS', '--max-time', '300', '-w', fmt, ...args], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      err += d.toString();
-    });
-    child.once('error', reject);
-    child.once('close', (code) => {
-      if (code !== 0) {
-        reject(new Error(`curl exited with ${code}: ${err.trim()}`));
-        return;
-      }
-      const [http, up, down, su, sd, t] = out.trim().split(/\s+/).map(Number);
-      resolve({
-        code: http ?? 0,
-        sizeUpload: up ?? 0,
-        sizeDownload: down ?? 0,
-        speedUpload: su ?? 0,
-        speedDownload: sd ?? 0,
-        time: t ?? 0,
-      });
-    });
-  });
-}
-
-function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    child.once('exit', () => {
-      clearTimeout(kill);
-      resolve();
-    });
-    child.kill('SIGTERM');
-  });
-}
-
-/** A tool's version line (nginx -v writes to stderr). */
-function versionOf(cmd: string, args: string[]): string {
-  const r = spawnSync(cmd, args, { encoding: 'utf8' });
-  return `${r.stdout ?? ''}${r.stderr ?? ''}`.trim() || 'unknown';
-}
-
-// ---------------------------------------------------------------------------------------------
-// Servers
-
-interface Server {
-  name: string;
-  pid: number;
-  stop(): Promise<void>;
-}
-
-function ensureNginx(): string {
-  const found = ['/usr/sbin/nginx', '/usr/bin/nginx'].find((p) => existsSync(p));
-  if (found) return found;
-  console.log('nginx missing: installing the Debian package (apt-get install nginx)…');
-  execFileSync(
-    'sh',
-    ['-c', 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx'],
-    {
-      stdio: 'inherit',
-    },
-  );
-  const now = ['/usr/sbin/nginx', '/usr/bin/nginx'].find((p) => existsSync(p));
-  if (!now) throw new Error('nginx still not found after apt-get install');
-  return now;
-}
-
-async function startNginx(bin: string, dir: string): Promise<Server & { port: number; root: string }> {
-  const port = await freePort();
-  const root = path.join(dir, 'www');
-  mkdirSync(path.join(root, 'up'), { recursive: true });
-  for (const d of ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) mkdirSync(path.join(dir, d));
-  // Running as root, nginx would drop its worker to `nobody`, which cannot write our temp dir.
-  const user = process.getuid?.() === 0 ? 'user root root;\n' : '';
-  const conf = `${user}worker_processes 1;
-daemon off;
-pid ${dir}/nginx.pid;
-error_log ${dir}/error.log warn;
-events { worker_connections 64; }
-http {
-  access_log off;
-  sendfile on;
-  tcp_nopush on;
-  default_type application/octet-stream;
-  client_body_temp_path ${dir}/client_body;
-  proxy_temp_path ${dir}/proxy;
-  fastcgi_temp_path ${dir}/fastcgi;
-  uwsgi_temp_path ${dir}/uwsgi;
-  scgi_temp_path ${dir}/scgi;
-  server {
-    listen 127.0.0.1:${port};
-    root ${root};
-    client_max_body_size 0;
-    location /up/ {
-      dav_methods PUT DELETE;
-      dav_access user:rw;
-    }
-  }
-}
-`;
-  await writeFile(path.join(dir, 'nginx.conf'), conf);
-  const child = spawn(bin, ['-p', dir, '-c', path.join(dir, 'nginx.conf')], {
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  await waitForPort(port, child, 'nginx');
-  return { name: 'nginx', pid: child.pid!, port, root, stop: () => stop(child) };
-}
-
-async function startRemessa(
-  dir: string,
-  size: number,
-  nodeArgs: string[],
-): Promise<Server & { base: string }> {
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}/v1`;
-  const env = {
-    ...process.env,
-    REMESSA_DATA_DIR: dir,
-    REMESSA_PORT: String(port),
-    REMESSA_HOST: '127.0.0.1',
-    REMESSA_BASE_URL: base,
-    REMESSA_LOG_LEVEL: 'warn',
-    REMESSA_MAX_FILE_SIZE: String(size + 64 * MiB),
-  };
-  const cli = path.join(ROOT, 'bin', 'remessa.js');
-  execFileSync(process.execPath, [cli, 'user', 'add', 'bench', '--password-stdin'], {
-    env,
-    input: 'bench-password-1\n',
-    stdio: ['pipe', 'ignore', 'inherit'],
-  });
-  // Started through the launcher itself (as `npx remessa serve` is); --node-arg values are added
-  // through NODE_OPTIONS.
-  const child = spawn(cli, ['serve'], {
-    env: { ...env, NODE_OPTIONS: [process.env['NODE_OPTIONS'] ?? '', ...nodeArgs].join(' ').trim() },
-    cwd: dir,
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  await waitForPort(port, child, 'remessa');
-  return { name: 'remessa', pid: child.pid!, base, stop: () => stop(child) };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -496,35 +276,45 @@ async function main(): Promise<void> {
       await dropRemessaBlobs();
     }
 
-    for (let run = 1; run <= opt.runs; run++) {
-      process.stdout.write(`run ${run}/${opt.runs}:`);
-      if (nginx) {
-        const url = `http://127.0.0.1:${nginx.port}/up/payload.bin`;
-        const up = await measure(nginx.pid, opt.size, () => curl(['-T', file, '-o', '/dev/null', url]), 'up');
-        if (up.result.code !== 201 && up.result.code !== 204)
-          throw new Error(`nginx PUT answered ${up.result.code}`);
-        record('nginx', 'upload (PUT)', up.sample);
-        // nginx answers once the body is in the page cache; Remessa fsyncs before it answers. For a
-        // like-for-like reference, also time an fsync of what nginx wrote, right after its PUT.
-        const t0 = process.hrtime.bigint();
-        const fh = await open(path.join(nginx.root, 'up', 'payload.bin'), 'r');
-        await fh.sync();
-        await fh.close();
-        const syncSeconds = Number(process.hrtime.bigint() - t0) / 1e9;
-        const durable = up.sample.seconds + syncSeconds;
-        record('nginx', 'upload (PUT) + fsync', {
-          mbps: opt.size / durable / 1e6,
-          seconds: durable,
-          peakRss: up.sample.peakRss,
-        });
-        await warmPageCache(path.join(nginx.root, 'up', 'payload.bin'));
-        const down = await measure(nginx.pid, opt.size, () => curl(['-o', '/dev/null', url]), 'down');
-        record('nginx', 'download', down.sample);
-        await rm(path.join(nginx.root, 'up', 'payload.bin'), { force: true });
-        process.stdout.write(` nginx ↑${up.sample.mbps.toFixed(0)} ↓${down.sample.mbps.toFixed(0)}`);
-      }
+    // Every upload starts on a quiet disk: what a previous upload left for writeback would slow
+    // whichever server comes next. The order also alternates between runs, so neither server
+    // always follows the other's writes.
+    const settleDisk = async () => {
+      spawnSync('sync');
+      await new Promise((r) => setTimeout(r, SETTLE_MS));
+    };
+
+    const nginxRound = async (n: NonNullable<typeof nginx>) => {
+      const url = `http://127.0.0.1:${n.port}/up/payload.bin`;
+      await settleDisk();
+      const up = await measure(n.pid, opt.size, () => curl(['-T', file, '-o', '/dev/null', url]), 'up');
+      if (up.result.code !== 201 && up.result.code !== 204)
+        throw new Error(`nginx PUT answered ${up.result.code}`);
+      record('nginx', 'upload (PUT)', up.sample);
+      // nginx answers once the body is in the page cache; Remessa fsyncs before it answers. For a
+      // like-for-like reference, also time an fsync of what nginx wrote, right after its PUT.
+      const t0 = process.hrtime.bigint();
+      const fh = await open(path.join(n.root, 'up', 'payload.bin'), 'r');
+      await fh.sync();
+      await fh.close();
+      const syncSeconds = Number(process.hrtime.bigint() - t0) / 1e9;
+      const durable = up.sample.seconds + syncSeconds;
+      record('nginx', 'upload (PUT) + fsync', {
+        mbps: opt.size / durable / 1e6,
+        seconds: durable,
+        peakRss: up.sample.peakRss,
+      });
+      await warmPageCache(path.join(n.root, 'up', 'payload.bin'));
+      const down = await measure(n.pid, opt.size, () => curl(['-o', '/dev/null', url]), 'down');
+      record('nginx', 'download', down.sample);
+      await rm(path.join(n.root, 'up', 'payload.bin'), { force: true });
+      process.stdout.write(` nginx ↑${up.sample.mbps.toFixed(0)} ↓${down.sample.mbps.toFixed(0)}`);
+    };
+
+    const remessaRound = async () => {
       const kinds: ('raw' | 'multipart')[] = opt.multipart ? ['raw', 'multipart'] : ['raw'];
       for (const kind of kinds) {
+        await settleDisk();
         const up = await measure(remessa.pid, opt.size, () => remessaUpload(kind), 'up');
         if (up.result.code !== 200) {
           throw new Error(
@@ -543,6 +333,13 @@ async function main(): Promise<void> {
         }
         await dropRemessaBlobs();
       }
+    };
+
+    for (let run = 1; run <= opt.runs; run++) {
+      process.stdout.write(`run ${run}/${opt.runs}:`);
+      if (nginx && run % 2 === 1) await nginxRound(nginx);
+      await remessaRound();
+      if (nginx && run % 2 === 0) await nginxRound(nginx);
       console.log('');
     }
 

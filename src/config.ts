@@ -31,6 +31,10 @@ export interface Config {
   maxFileSize: number;
   /** 'changed': re-hash a blob before serving only when it changed on disk; 'always': hash every full download too */
   verifyDownloads: 'changed' | 'always';
+  /** 'auto': downloads go out by sendfile(2) when the native module is built; 'off': always streamed */
+  sendfile: 'auto' | 'off';
+  /** A download whose client takes nothing for this long is cut off. */
+  stallSeconds: number;
   sweepSeconds: number;
   recipientPin: boolean;
   pinSeconds: number;
@@ -183,6 +187,8 @@ export function loadConfig(env: Source = process.env): Config {
     retireOnDownload: r.bool('REMESSA_RETIRE_ON_DOWNLOAD', false),
     maxFileSize: maxFileSizeRaw ? parseSize('REMESSA_MAX_FILE_SIZE', maxFileSizeRaw) : 1024 ** 3,
     verifyDownloads: r.oneOf('REMESSA_VERIFY_DOWNLOADS', ['changed', 'always'] as const, 'changed'),
+    sendfile: r.oneOf('REMESSA_SENDFILE', ['auto', 'off'] as const, 'auto'),
+    stallSeconds: r.int('REMESSA_STALL_SECONDS', 120, 1),
     sweepSeconds: r.int('REMESSA_SWEEP_SECONDS', 60, 1),
     recipientPin: r.bool('REMESSA_RECIPIENT_PIN', true),
     pinSeconds: r.int('REMESSA_PIN_SECONDS', 180, 10),

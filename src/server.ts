@@ -3,6 +3,8 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
 import { buildApp } from './http/app.js';
 import type { Logger } from './logger.js';
+import { tuneMemory } from './memory.js';
+import { downloadPath } from './native.js';
 import { createServices, type ServiceOptions, type Services } from './services.js';
 import { PeriodicWorker } from './worker.js';
 
@@ -21,6 +23,7 @@ export async function startServer(
   log: Logger,
   opts: ServiceOptions = {},
 ): Promise<RunningServer> {
+  tuneMemory();
   const services = await createServices(config, log, opts);
   let app: FastifyInstance;
   try {
@@ -36,7 +39,13 @@ export async function startServer(
       ? `http://${addr.address.includes(':') ? `[${addr.address}]` : addr.address}:${addr.port}`
       : String(addr);
   log.info(
-    { address, baseUrl: config.baseUrl, dataDir: config.dataDir, database: services.dialect },
+    {
+      address,
+      baseUrl: config.baseUrl,
+      dataDir: config.dataDir,
+      database: services.dialect,
+      downloads: downloadPath(config.sendfile),
+    },
     'Remessa is serving',
   );
   const workers = new Map(services.jobs.map((job) => [job.name, new PeriodicWorker(job, log)]));

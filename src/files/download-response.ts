@@ -1,12 +1,14 @@
 // Sends a stored file over HTTP: Content-Type/Disposition/Length, ETag (from the SHA-256),
 // Last-Modified, a single Range (206/416), conditional GET (304), HEAD, and integrity checking.
 import { createHash } from 'node:crypto';
+import type { FileHandle } from 'node:fs/promises';
 import { type Readable, Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FileRow } from '../db/schema.js';
 import { AppError } from '../errors.js';
 import type { BlobStat, ByteRange } from '../storage/blob-store.js';
+import { canSendfile, SendfileBody } from './sendfile-body.js';
 
 /** With verify 'always', files up to this size are re-hashed before the first byte is sent. */
 const VERIFY_BEFORE_SEND = 16 * 1024 * 1024;
@@ -20,6 +22,8 @@ export interface DownloadOutcome {
 
 export interface BlobAccess {
   open(range?: ByteRange): Promise<Readable>;
+  /** A descriptor on the contents when sendfile(2) may be used for them (local store, not turned off). */
+  openFile?: () => Promise<FileHandle>;
   stat(): Promise<BlobStat | null>;
   /** Called when the contents do not match the recorded length or hash. */
   corrupt(reason: string): Promise<void>;
@@ -27,6 +31,8 @@ export interface BlobAccess {
   verified(fingerprint: string): Promise<void>;
   /** 'changed' (default) or 'always' (REMESSA_VERIFY_DOWNLOADS) */
   verify: 'changed' | 'always';
+  /** A download that makes no progress for this long is cut off (REMESSA_STALL_SECONDS). */
+  stallSeconds: number;
 }
 
 export function contentDisposition(name: string): string {
@@ -190,6 +196,22 @@ export async function sendStoredFile(
     throw new AppError(500, 'stored file is damaged');
   }
   const verifyInPassing = always && file.length > VERIFY_BEFORE_SEND ? file.sha256 : null;
+  const res = reply.raw;
+
+  // The fast path: the kernel copies the file into the socket (plain HTTP, local store, and no
+  // hashing in passing, which needs the bytes).
+  if (!verifyInPassing && blob.openFile && canSendfile(res)) {
+    const body = new SendfileBody(res, await blob.openFile(), range?.start ?? 0, length);
+    return respond(
+      reply,
+      body,
+      range,
+      blob.stallSeconds,
+      () => body.progress(),
+      () => body.settled,
+    );
+  }
+
   const meter = new DownloadMeter(
     verifyInPassing,
     () => void blob.corrupt('SHA-256 mismatch during download'),
@@ -198,13 +220,55 @@ export async function sendStoredFile(
   // pipeline ties the two together: a client that goes away destroys the meter, which closes the
   // file at once instead of leaving the descriptor to the garbage collector.
   pipeline(source, meter).catch(() => {});
+  const sent = () => meter.bytes;
+  return respond(reply, meter, range, blob.stallSeconds, sent, async () => sent());
+}
+
+/**
+ * Sends `body` and resolves with the outcome once the response is over, finished or not. A
+ * client that takes nothing for `stallSeconds` is cut off: it would otherwise hold its connection
+ * and file open forever, as Node has no write timeout (and cannot see sendfile's writes at all).
+ * `progress` is the bytes sent so far; `finalBytes` the count once the body has let go of the file.
+ */
+function respond(
+  reply: FastifyReply,
+  body: Readable,
+  range: ByteRange | null,
+  stallSeconds: number,
+  progress: () => number,
+  finalBytes: () => Promise<number>,
+): Promise<DownloadOutcome> {
   const res = reply.raw;
+  const outcome = async (): Promise<DownloadOutcome> => ({
+    complete: !range && res.writableFinished,
+    bytes: await finalBytes(),
+    range,
+  });
+  // (res.socket is null for a pipelined request waiting its turn; the request keeps its socket.)
+  if (res.destroyed || reply.request.raw.socket.destroyed) {
+    // Gone while the file was being opened: 'close' has fired already.
+    body.destroy();
+    return outcome();
+  }
+  let last = -1;
+  const watchdog = setInterval(() => {
+    const now = progress();
+    // A reset, not a close: a close would queue the FIN behind the unread data, so the kernel
+    // would keep the connection (and sendfile's duplicate of it) alive for as long as it waits.
+    if (now === last) {
+      reply.log.warn({ stallSeconds, bytes: now }, 'download stalled: client took nothing; connection reset');
+      reply.request.raw.socket.resetAndDestroy();
+    }
+    last = now;
+  }, stallSeconds * 1000);
+  watchdog.unref();
   const done = new Promise<DownloadOutcome>((resolve) => {
     res.once('close', () => {
-      if (!res.writableFinished) meter.destroy();
-      resolve({ complete: !range && res.writableFinished, bytes: meter.bytes, range });
+      clearInterval(watchdog);
+      if (!res.writableFinished) body.destroy();
+      resolve(outcome());
     });
   });
-  reply.send(meter);
+  reply.send(body);
   return done;
 }

@@ -67,7 +67,13 @@ export class FileService {
     private readonly clock: Clock,
     private readonly config: Pick<
       Config,
-      'linkDays' | 'backupDays' | 'maxFileSize' | 'retireOnDownload' | 'verifyDownloads'
+      | 'linkDays'
+      | 'backupDays'
+      | 'maxFileSize'
+      | 'retireOnDownload'
+      | 'verifyDownloads'
+      | 'sendfile'
+      | 'stallSeconds'
     >,
   ) {}
 
@@ -112,9 +118,12 @@ export class FileService {
   blobAccess(file: FileRow, remote: string | null): BlobAccess {
     return {
       open: (range) => this.blobs.read(file.blob_key, range),
+      openFile:
+        this.config.sendfile === 'auto' ? this.blobs.openFile?.bind(this.blobs, file.blob_key) : undefined,
       stat: () => this.blobs.stat(file.blob_key),
       verified: (fingerprint) => this.store.setFingerprint(file.id, fingerprint),
       verify: this.config.verifyDownloads,
+      stallSeconds: this.config.stallSeconds,
       corrupt: (reason) =>
         this.audit.record({
           event: 'file.corrupt',

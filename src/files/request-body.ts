@@ -10,7 +10,10 @@ const DRAIN_LIMIT = 64 * 1024 * 1024;
  * socket (the error response still has to get out). A client abort still reaches the store.
  */
 export function detachedBody(req: IncomingMessage): Readable {
-  const body = new PassThrough({ highWaterMark: 1 << 20 });
+  // A small buffer on purpose: with 1 MiB, chunks lived long enough to be promoted out of V8's
+  // young generation, and raw uploads then cost a full collection every ~16 MiB
+  // (docs/benchmarks.md, finding 4).
+  const body = new PassThrough({ highWaterMark: 64 * 1024 });
   req.pipe(body);
   req.once('close', () => {
     if (!req.readableEnded) body.destroy(new Error('client aborted the upload'));

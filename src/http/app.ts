@@ -78,6 +78,14 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     // Requests Node cannot even parse (bad header, raw non-ASCII in the URL) still get an envelope.
     clientErrorHandler: (_err, socket) => {
       if (!socket.writable) return;
+      // A bad pipelined request while a response is still going out: writing a 400 now would put
+      // it in the middle of that body (sendfile writes behind Node's back). Cut the connection.
+      if (
+        (socket as typeof socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent
+      ) {
+        socket.destroy();
+        return;
+      }
       const body = JSON.stringify(errorEnvelope(400, 'malformed HTTP request'));
       socket.end(
         `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,

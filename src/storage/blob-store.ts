@@ -1,5 +1,6 @@
 // Where file contents live. The metadata store never holds contents; it names them by key.
 // Local directory now; S3-compatible object storage is another implementation of this interface.
+import type { FileHandle } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 
 export interface StoredBlob {
@@ -31,6 +32,8 @@ export interface BlobStore {
   write(source: Readable, opts: { maxBytes: number }): Promise<StoredBlob>;
   /** Stream of the contents, or of one inclusive byte range. */
   read(key: string, range?: ByteRange): Promise<Readable>;
+  /** Local stores only: an open descriptor on the contents, for sendfile(2) downloads. */
+  openFile?(key: string): Promise<FileHandle>;
   /** Current size and fingerprint, or null when the blob is missing. */
   stat(key: string): Promise<BlobStat | null>;
   /** Idempotent. */

@@ -1,0 +1,10 @@
+{
+  "targets": [
+    {
+      "target_name": "remessa_native",
+      "sources": ["module.c", "sendfile.c", "memory.c", "writeback.c"],
+      "cflags": ["-O2", "-Wall", "-Wextra", "-Werror=implicit-function-declaration"],
+      "conditions": [["OS!='linux'", { "type": "none", "sources": [] }]]
+    }
+  ]
+}

@@ -1,0 +1,20 @@
+// Remessa's optional native module (built by scripts/build-native.js; loaded by src/native.ts).
+#include <node_api.h>
+
+napi_value sendfile_start(napi_env env, napi_callback_info info);
+napi_value sendfile_cancel(napi_env env, napi_callback_info info);
+napi_value sendfile_sent(napi_env env, napi_callback_info info);
+napi_value malloc_trim_threshold(napi_env env, napi_callback_info info);
+napi_value start_writeback(napi_env env, napi_callback_info info);
+
+NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
+  napi_property_descriptor props[] = {
+      {"start", NULL, sendfile_start, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"cancel", NULL, sendfile_cancel, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"sent", NULL, sendfile_sent, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"mallocTrimThreshold", NULL, malloc_trim_threshold, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"startWriteback", NULL, start_writeback, NULL, NULL, NULL, napi_enumerable, NULL},
+  };
+  napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
+  return exports;
+}

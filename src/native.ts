@@ -1,0 +1,45 @@
+// The optional native module (native/*.c, built by `npm ci` through scripts/build-native.js):
+// sendfile(2) downloads and malloc tuning. Where it was not built (no C compiler, not Linux),
+// everything works without it, only slower and with more memory.
+import { createRequire } from 'node:module';
+
+export interface NativeModule {
+  /** Sends `length` bytes of `fileFd` from `offset` into `socketFd`; `done` runs once. */
+  start(
+    socketFd: number,
+    fileFd: number,
+    offset: number,
+    length: number,
+    done: (errno: number, sent: number) => void,
+  ): object;
+  cancel(handle: object): void;
+  /** Bytes of a running transfer handed to the socket so far. */
+  sent(handle: object): number;
+  /** glibc mallopt(M_TRIM_THRESHOLD): free() returns memory above this much to the system. */
+  mallocTrimThreshold(bytes: number): boolean;
+  /** sync_file_range(SYNC_FILE_RANGE_WRITE) in the thread pool: start writing a range to disk. */
+  startWriteback(fd: number, offset: number, length: number, done: (errno: number) => void): void;
+}
+
+let loaded: NativeModule | null | undefined;
+let loadError = '';
+
+export function nativeModule(): NativeModule | null {
+  if (loaded === undefined) {
+    try {
+      loaded = createRequire(import.meta.url)(
+        '../../native/build/Release/remessa_native.node',
+      ) as NativeModule;
+    } catch (err) {
+      loaded = null;
+      loadError = (err as Error).message.split('\n')[0] ?? '';
+    }
+  }
+  return loaded;
+}
+
+/** For the start-up log line: how downloads leave the server. */
+export function downloadPath(setting: 'auto' | 'off'): string {
+  if (setting === 'off') return 'streamed (REMESSA_SENDFILE=off)';
+  return nativeModule() ? 'sendfile' : `streamed (native module not built: ${loadError})`;
+}
