@@ -2,7 +2,7 @@
 // a real server sharing the same data dir to prove that what the CLI does is what the API sees.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -417,11 +417,18 @@ describe('remessa launcher', () => {
     assert.match(r.stderr, /unknown command 'frobnicate'/);
   });
 
-  test('npx remessa --help lists the commands', async () => {
-    // --no: never install anything; npx resolves the project's own bin.
+  test('npx remessa --help lists the commands, without rebuilding dist/', async () => {
+    // --no: never install anything; npx resolves the project's own bin. An empty npm cache makes
+    // every run the first npx on a fresh machine, where npm links this project into its npx cache
+    // and runs `prepare`; that must not rebuild (and so clear) the dist/ a server runs from.
     const npx = process.platform === 'win32' ? 'npx.cmd' : 'npx';
-    const r = await run(npx, ['--no', '--', 'remessa', '--help'], { env: {} });
+    const cache = await mkdtemp(path.join(tmpdir(), 'remessa-npm-cache-'));
+    const built = (await stat(path.join(ROOT, 'dist/src/cli.js'))).mtimeMs;
+    const r = await run(npx, ['--no', '--', 'remessa', '--help'], {
+      env: { npm_config_cache: cache, npm_config_offline: 'true' },
+    }).finally(() => rm(cache, { recursive: true, force: true }));
     assert.equal(r.code, 0, r.stderr);
+    assert.equal((await stat(path.join(ROOT, 'dist/src/cli.js'))).mtimeMs, built, 'npx rebuilt dist/');
     assert.match(r.stdout, /^Usage: remessa \[options\] \[command\]/);
     for (const cmd of ['serve', 'user', 'audit']) assert.match(r.stdout, new RegExp(`^ {2}${cmd}\\b`, 'm'));
     const user = await run(process.execPath, ['bin/remessa.js', 'user', '--help'], { env: {} });
