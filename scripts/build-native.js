@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Builds the optional native module in native/ (sendfile(2) downloads, malloc tuning) with
-// node-gyp, against the headers of the Node that runs this script: nothing is downloaded. Part of
+// Builds the optional native module in native/ (sendfile(2) downloads, upload hashing, malloc
+// tuning) with node-gyp, against the headers of the Node that runs this script: nothing is downloaded. Part of
 // `npm run build`, so `npm ci` builds it. It never fails the install: on a machine without a C
 // compiler, headers or node-gyp it says why and the server runs without it (REMESSA_SENDFILE).
 import { spawnSync } from 'node:child_process';
@@ -43,4 +43,4 @@ if (result.status !== 0) {
   const lines = `${result.stderr ?? ''}${result.stdout ?? ''}`.split('\n').filter((l) => /ERR|error/i.test(l));
   skip(`node-gyp failed: ${result.error?.message ?? lines.slice(0, 6).join(' | ')}`);
 }
-console.log('native: built native/build/Release/remessa_native.node (sendfile downloads, malloc tuning)');
+console.log('native: built native/build/Release/remessa_native.node (sendfile downloads, upload hashing, malloc tuning)');

@@ -1,6 +1,7 @@
 // The optional native module (native/*.c, built by `npm ci` through scripts/build-native.js):
-// sendfile(2) downloads and malloc tuning. Where it was not built (no C compiler, not Linux),
-// everything works without it, only slower and with more memory.
+// sendfile(2) downloads, upload hashing and writing off the JS thread, and malloc tuning. Where it
+// was not built (no C compiler, not Linux), everything works without it, only slower and with more
+// memory.
 import { createRequire } from 'node:module';
 
 export interface NativeModule {
@@ -19,6 +20,14 @@ export interface NativeModule {
   mallocTrimThreshold(bytes: number): boolean;
   /** sync_file_range(SYNC_FILE_RANGE_WRITE) in the thread pool: start writing a range to disk. */
   startWriteback(fd: number, offset: number, length: number, done: (errno: number) => void): void;
+  /** An upload writer on a dup of `fd`: SHA-256 and pwritev of each batch in the thread pool. */
+  hashWriter(fd: number): object;
+  /** Hashes and appends `buffers` at the writer's position; calls on one writer must not overlap. */
+  writeHashed(writer: object, buffers: Buffer[], done: (errno: number) => void): void;
+  /** Hex SHA-256 of everything written; the writer takes no more batches. */
+  digestHashed(writer: object): string;
+  /** Releases the writer's descriptor (once the batch in flight, if any, has ended). */
+  closeHashed(writer: object): void;
 }
 
 let loaded: NativeModule | null | undefined;

@@ -13,20 +13,13 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { nativeModule } from '../src/native.js';
 import { bytes, type FileEntry, uploadRaw } from './helpers/files.js';
+import { NATIVE_SKIP } from './helpers/native.js';
 import { eventually, sleep } from './helpers/peers.js';
 import { basic, startTestServer, type TestServer } from './helpers/server.js';
 
 const MiB = 1024 * 1024;
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 const openFds = () => readdirSync('/proc/self/fd').length;
-
-const SENDFILE_SKIP = nativeModule()
-  ? false
-  : 'native sendfile module not built (no C compiler?): only the streamed path is tested';
-if (SENDFILE_SKIP && process.env['REMESSA_TEST_REQUIRE_SENDFILE'] === '1') {
-  throw new Error('REMESSA_TEST_REQUIRE_SENDFILE=1 but native/build/Release/remessa_native.node is missing');
-}
-if (SENDFILE_SKIP) console.log(`# SKIP sendfile downloads: ${SENDFILE_SKIP}`);
 
 function fetchRaw(
   url: string,
@@ -45,7 +38,7 @@ function fetchRaw(
 
 for (const mode of ['sendfile', 'streamed'] as const) {
   describe(`downloads (${mode})`, {
-    skip: mode === 'sendfile' ? SENDFILE_SKIP : false,
+    skip: mode === 'sendfile' ? NATIVE_SKIP : false,
   }, () => {
     let t: TestServer;
     const auth = basic('dl', 'dl-password');
@@ -244,7 +237,7 @@ for (const mode of ['sendfile', 'streamed'] as const) {
   });
 }
 
-describe('the native module', { skip: SENDFILE_SKIP }, () => {
+describe('the native module', { skip: NATIVE_SKIP }, () => {
   test('a transfer that cannot start throws a clear error instead of crashing', () => {
     const native = nativeModule()!;
     assert.throws(

@@ -1,106 +1,15 @@
 // Blob store in a local directory: <dir>/blobs/ab/<key>, partial writes in <dir>/tmp.
 // A write goes to a temp file, is fsynced, then renamed into place and its directory fsynced, so a
 // blob either exists whole or not at all.
-import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { createReadStream } from 'node:fs';
 import { type FileHandle, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
-import { type Readable, Transform, type TransformCallback } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { AppError } from '../errors.js';
-import { received } from '../memory.js';
-import { nativeModule } from '../native.js';
+import type { Readable } from 'node:stream';
+import { type NativeModule, nativeModule } from '../native.js';
 import type { BlobStat, BlobStore, ByteRange, StoredBlob } from './blob-store.js';
-
-const MiB = 1024 * 1024;
-
-/** Counts and hashes bytes in passing; errors with 413 past the limit. */
-export class MeteredHash extends Transform {
-  bytes = 0;
-  private readonly hash = createHash('sha256');
-  constructor(
-    private readonly maxBytes: number,
-    private readonly onBytes?: (total: number) => void,
-  ) {
-    super();
-  }
-  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
-    this.bytes += chunk.length;
-    if (this.bytes > this.maxBytes) {
-      cb(new AppError(413, `file larger than the limit of ${this.maxBytes} bytes`));
-      return;
-    }
-    this.hash.update(chunk);
-    this.onBytes?.(this.bytes);
-    received(chunk.length);
-    cb(null, chunk);
-  }
-  digest(): string {
-    return this.hash.digest('hex');
-  }
-}
-
-/**
- * Starts writing a large upload to disk while it is still arriving, so that the fsync before the
- * rename has only the tail left to flush instead of the whole file. Durability still rests on that
- * final fsync; this only moves the disk work earlier, at most one request in flight, never waited
- * on by the stream. With the native module it is sync_file_range(SYNC_FILE_RANGE_WRITE) every
- * 8 MiB, which starts writeback without the device cache flush of an fdatasync; without it, an
- * fdatasync every 64 MiB (more often, those flushes cost more than they save). Figures:
- * docs/benchmarks.md, "Upload writeback".
- */
-class EarlyWriteback {
-  private readonly every: number;
-  private pending: Promise<void> | null = null;
-  private error: unknown = null;
-  private next: number;
-  /** Where the next native writeback request starts. */
-  private from = 0;
-  private readonly native = nativeModule();
-
-  constructor(private readonly fh: FileHandle) {
-    this.every = this.native ? 8 * MiB : 64 * MiB;
-    this.next = this.every;
-  }
-
-  /** Called with the running total of bytes that have passed on their way to the file. */
-  passed(total: number): void {
-    if (total < this.next || this.pending) return;
-    this.next = total + this.every;
-    this.pending = this.request(total).then(
-      () => {
-        this.pending = null;
-      },
-      (err: unknown) => {
-        this.error ??= err;
-        this.pending = null;
-      },
-    );
-  }
-
-  private request(total: number): Promise<void> {
-    const native = this.native;
-    if (!native) return this.fh.datasync();
-    const from = this.from;
-    // The last megabyte or so may still sit in the write stream's buffer: the next request starts
-    // a little before this one's end. Length 0 means "to the end of the file".
-    this.from = Math.max(0, total - 2 * MiB);
-    return new Promise((resolve, reject) => {
-      native.startWriteback(this.fh.fd, from, 0, (errno) =>
-        errno === 0
-          ? resolve()
-          : reject(Object.assign(new Error(`writeback failed (errno ${errno})`), { errno })),
-      );
-    });
-  }
-
-  /** Waits for the one in flight; rethrows a failed one (a write error surfaces here too). */
-  async settle(): Promise<void> {
-    await this.pending;
-    if (this.error) throw this.error;
-  }
-}
+import { writeUpload } from './upload-sink.js';
 
 const HOST = hostname().replace(/[^A-Za-z0-9-]/g, '_');
 
@@ -126,7 +35,11 @@ export class LocalBlobStore implements BlobStore {
   private readonly blobDir: string;
   private readonly tmpDir: string;
 
-  constructor(root: string) {
+  /** `native`: the module that hashes and writes uploads off the JS thread (tests pass null). */
+  constructor(
+    root: string,
+    private readonly native: NativeModule | null = nativeModule(),
+  ) {
     this.blobDir = path.join(root, 'blobs');
     this.tmpDir = path.join(root, 'tmp');
   }
@@ -141,23 +54,16 @@ export class LocalBlobStore implements BlobStore {
     // host.pid in the name lets recover() tell a crashed writer's file from a live one's.
     const tmp = path.join(this.tmpDir, `${HOST}.${process.pid}.${key}.part`);
     const fh = await open(tmp, 'wx', 0o600);
-    const writeback = new EarlyWriteback(fh);
-    const meter = new MeteredHash(opts.maxBytes, (total) => writeback.passed(total));
     try {
-      // The stream owns the handle: `flush` makes it fsync before it closes, and the pipeline only
-      // settles after that close. (With `autoClose: false` the stream keeps a reference on the
-      // FileHandle forever and a later `fh.close()` never settles on Node 20: uploads hung.)
-      await pipeline(source, meter, createWriteStream('', { fd: fh, highWaterMark: 1 << 20, flush: true }));
-      await writeback.settle();
+      const { bytes, sha256 } = await writeUpload(source, fh, opts.maxBytes, this.native);
       const final = this.pathOf(key);
       await mkdir(path.dirname(final), { recursive: true, mode: 0o700 });
       await rename(tmp, final);
       await fsyncPath(path.dirname(final));
       const st = await this.stat(key);
-      return { key, length: meter.bytes, sha256: meter.digest(), fingerprint: st!.fingerprint };
+      return { key, length: bytes, sha256, fingerprint: st!.fingerprint };
     } catch (err) {
-      await writeback.settle().catch(() => {});
-      // A no-op when the stream already closed it.
+      // A no-op when the upload already closed it.
       await fh.close().catch(() => {});
       await unlink(tmp).catch(() => {});
       throw err;
