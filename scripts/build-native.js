@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Builds the optional native module in native/ (sendfile(2) downloads, upload hashing, malloc
-// tuning) with node-gyp, against the headers of the Node that runs this script: nothing is downloaded. Part of
-// `npm run build`, so `npm ci` builds it. It never fails the install: on a machine without a C
-// compiler, headers or node-gyp it says why and the server runs without it (REMESSA_SENDFILE).
+// tuning) with node-gyp, against the headers of the Node that runs this script: nothing is
+// downloaded. Part of `npm run build`, so `npm ci` builds it. It never fails the install: on a
+// machine without a C compiler, headers or node-gyp it says why and the server runs without it.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
