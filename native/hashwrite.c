@@ -1,8 +1,10 @@
 // Upload sink: SHA-256 and write(2) of upload chunks in the thread pool instead of on the JS thread.
 // Hashing on the JS thread serialised it with reading the socket and cost a third of upload
 // throughput (docs/benchmarks.md, "Upload hashing"). Each writeHashed() call hashes a batch of
-// buffers in order and appends them with pwritev at the writer's position; calls on one writer
-// must not overlap (the JS sink is a Writable, which never overlaps its writes). SHA-256 is
+// buffers in order and appends them with pwritev at the writer's position, as two thread-pool jobs
+// that run side by side (done in series they were the slowest stage of an upload); it reports when
+// both have ended. Calls on one writer must not overlap (the JS sink is a Writable, which never
+// overlaps its writes), so each job has the hash context or the file offset to itself. SHA-256 is
 // OpenSSL's, which Node exports to addons (with SHA-NI where the CPU has it).
 #define _GNU_SOURCE
 #include <errno.h>
@@ -11,6 +13,7 @@
 #include <node_api.h>
 #include <openssl/evp.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -28,7 +31,9 @@ typedef struct {
   struct iovec *iov;
   size_t count;
   int error;
-  napi_async_work work;
+  int pending;   /* jobs not yet done */
+  int cancelled; /* a job never ran (only at shutdown) */
+  napi_async_work hash_work, write_work;
   napi_ref callback, buffers, handle;
 } batch_t;
 
@@ -87,13 +92,21 @@ napi_value hash_writer(napi_env env, napi_callback_info info) {
   return result;
 }
 
-/* Thread pool: hash, then write everything, resuming after short writes. */
-static void run(napi_env env, void *data) {
+/* Thread pool: the hash job. */
+static void run_hash(napi_env env, void *data) {
+  (void)env;
+  batch_t *b = data;
+  for (size_t i = 0; i < b->count; i++) EVP_DigestUpdate(b->writer->md, b->iov[i].iov_base, b->iov[i].iov_len);
+}
+
+/* Thread pool: the write job, resuming after short writes. It works on a copy of the iovecs,
+   which it advances, so the hash job's view stays intact. */
+static void run_write(napi_env env, void *data) {
   (void)env;
   batch_t *b = data;
   writer_t *w = b->writer;
-  for (size_t i = 0; i < b->count; i++) EVP_DigestUpdate(w->md, b->iov[i].iov_base, b->iov[i].iov_len);
-  struct iovec *iov = b->iov;
+  struct iovec *iov = b->iov + b->count;
+  memcpy(iov, b->iov, b->count * sizeof *iov);
   size_t left = b->count;
   while (left > 0) {
     ssize_t n = pwritev(w->fd, iov, left > IOV_MAX ? IOV_MAX : (int)left, w->offset);
@@ -119,21 +132,27 @@ static void run(napi_env env, void *data) {
   }
 }
 
+/* JS thread, once per job: the second one to end reports the batch. */
 static void done(napi_env env, napi_status status, void *data) {
   batch_t *b = data;
   writer_t *w = b->writer;
+  if (status == napi_cancelled) b->cancelled = 1;
+  if (--b->pending > 0) return;
+  /* Both jobs have ended: b->error is safe to read now. */
+  if (b->error == 0 && b->cancelled) b->error = ECANCELED;
   w->busy = 0;
   if (w->closing) close_writer(w);
   napi_value callback, undefined, argv[1];
   if (napi_get_reference_value(env, b->callback, &callback) == napi_ok && callback != NULL) {
     napi_get_undefined(env, &undefined);
-    napi_create_int32(env, status == napi_cancelled ? ECANCELED : b->error, &argv[0]);
+    napi_create_int32(env, b->error, &argv[0]);
     napi_call_function(env, undefined, callback, 1, argv, NULL);
   }
   napi_delete_reference(env, b->callback);
   napi_delete_reference(env, b->buffers);
   napi_delete_reference(env, b->handle);
-  napi_delete_async_work(env, b->work);
+  napi_delete_async_work(env, b->hash_work);
+  napi_delete_async_work(env, b->write_work);
   free(b->iov);
   free(b);
 }
@@ -158,7 +177,8 @@ napi_value write_hashed(napi_env env, napi_callback_info info) {
     return NULL;
   }
   batch_t *b = calloc(1, sizeof *b);
-  struct iovec *iov = calloc(count ? count : 1, sizeof *iov);
+  /* count iovecs for the hash job, then count more for the write job to advance. */
+  struct iovec *iov = calloc(count ? 2 * (size_t)count : 1, sizeof *iov);
   if (b == NULL || iov == NULL) {
     free(b);
     free(iov);
@@ -188,9 +208,12 @@ napi_value write_hashed(napi_env env, napi_callback_info info) {
   napi_create_reference(env, argv[0], 1, &b->handle);
   napi_create_reference(env, argv[2], 1, &b->callback);
   napi_create_string_utf8(env, "remessa.writeHashed", NAPI_AUTO_LENGTH, &name);
-  napi_create_async_work(env, NULL, name, run, done, b, &b->work);
+  napi_create_async_work(env, NULL, name, run_hash, done, b, &b->hash_work);
+  napi_create_async_work(env, NULL, name, run_write, done, b, &b->write_work);
+  b->pending = 2;
   w->busy = 1;
-  napi_queue_async_work(env, b->work);
+  napi_queue_async_work(env, b->write_work);
+  napi_queue_async_work(env, b->hash_work);
   return NULL;
 }
 
