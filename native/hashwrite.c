@@ -108,7 +108,12 @@ static void run_write(napi_env env, void *data) {
   struct iovec *iov = b->iov + b->count;
   memcpy(iov, b->iov, b->count * sizeof *iov);
   size_t left = b->count;
-  while (left > 0) {
+  for (;;) {
+    while (left > 0 && iov->iov_len == 0) { /* empty chunks: nothing to write, and pwritev would say 0 */
+      iov++;
+      left--;
+    }
+    if (left == 0) break;
     ssize_t n = pwritev(w->fd, iov, left > IOV_MAX ? IOV_MAX : (int)left, w->offset);
     if (n < 0) {
       if (errno == EINTR) continue;
