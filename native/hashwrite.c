@@ -33,6 +33,7 @@ typedef struct {
   int error;
   int pending;   /* jobs not yet done */
   int cancelled; /* a job never ran (only at shutdown) */
+  int hash_error; /* set by the hash job only */
   napi_async_work hash_work, write_work;
   napi_ref callback, buffers, handle;
 } batch_t;
@@ -88,7 +89,11 @@ napi_value hash_writer(napi_env env, napi_callback_info info) {
     napi_throw_error(env, NULL, "hashWriter: bad descriptor");
     return NULL;
   }
-  napi_create_external(env, w, finalize_writer, NULL, &result);
+  if (napi_create_external(env, w, finalize_writer, NULL, &result) != napi_ok) {
+    finalize_writer(env, w, NULL);
+    napi_throw_error(env, NULL, "hashWriter: could not create the handle");
+    return NULL;
+  }
   return result;
 }
 
@@ -96,7 +101,12 @@ napi_value hash_writer(napi_env env, napi_callback_info info) {
 static void run_hash(napi_env env, void *data) {
   (void)env;
   batch_t *b = data;
-  for (size_t i = 0; i < b->count; i++) EVP_DigestUpdate(b->writer->md, b->iov[i].iov_base, b->iov[i].iov_len);
+  for (size_t i = 0; i < b->count; i++) {
+    if (EVP_DigestUpdate(b->writer->md, b->iov[i].iov_base, b->iov[i].iov_len) != 1) {
+      b->hash_error = EIO; /* a wrong hash must fail the upload, never be stored */
+      return;
+    }
+  }
 }
 
 /* Thread pool: the write job, resuming after short writes. It works on a copy of the iovecs,
@@ -144,6 +154,7 @@ static void done(napi_env env, napi_status status, void *data) {
   if (status == napi_cancelled) b->cancelled = 1;
   if (--b->pending > 0) return;
   /* Both jobs have ended: b->error is safe to read now. */
+  if (b->error == 0) b->error = b->hash_error;
   if (b->error == 0 && b->cancelled) b->error = ECANCELED;
   w->busy = 0;
   if (w->closing) close_writer(w);
@@ -208,17 +219,33 @@ napi_value write_hashed(napi_env env, napi_callback_info info) {
   b->writer = w;
   b->iov = iov;
   b->count = count;
-  /* The array keeps the buffers alive and the handle keeps the writer alive until done(). */
-  napi_create_reference(env, argv[1], 1, &b->buffers);
-  napi_create_reference(env, argv[0], 1, &b->handle);
-  napi_create_reference(env, argv[2], 1, &b->callback);
-  napi_create_string_utf8(env, "remessa.writeHashed", NAPI_AUTO_LENGTH, &name);
-  napi_create_async_work(env, NULL, name, run_hash, done, b, &b->hash_work);
-  napi_create_async_work(env, NULL, name, run_write, done, b, &b->write_work);
+  /* The array keeps the buffers alive and the handle keeps the writer alive until done(). If any
+     step fails, nothing has been queued: undo and throw, so the caller's stream fails instead of
+     waiting for a batch that will never report. */
+  if (napi_create_string_utf8(env, "remessa.writeHashed", NAPI_AUTO_LENGTH, &name) != napi_ok ||
+      napi_create_reference(env, argv[1], 1, &b->buffers) != napi_ok ||
+      napi_create_reference(env, argv[0], 1, &b->handle) != napi_ok ||
+      napi_create_reference(env, argv[2], 1, &b->callback) != napi_ok ||
+      napi_create_async_work(env, NULL, name, run_hash, done, b, &b->hash_work) != napi_ok ||
+      napi_create_async_work(env, NULL, name, run_write, done, b, &b->write_work) != napi_ok ||
+      napi_queue_async_work(env, b->write_work) != napi_ok) {
+    if (b->buffers) napi_delete_reference(env, b->buffers);
+    if (b->handle) napi_delete_reference(env, b->handle);
+    if (b->callback) napi_delete_reference(env, b->callback);
+    if (b->hash_work) napi_delete_async_work(env, b->hash_work);
+    if (b->write_work) napi_delete_async_work(env, b->write_work);
+    free(iov);
+    free(b);
+    napi_throw_error(env, NULL, "writeHashed: could not queue the batch");
+    return NULL;
+  }
   b->pending = 2;
   w->busy = 1;
-  napi_queue_async_work(env, b->write_work);
-  napi_queue_async_work(env, b->hash_work);
+  if (napi_queue_async_work(env, b->hash_work) != napi_ok) {
+    /* The write job is queued already; let it report the batch, as failed. */
+    b->pending = 1;
+    b->hash_error = EIO;
+  }
   return NULL;
 }
 

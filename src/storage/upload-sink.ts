@@ -123,11 +123,16 @@ class NativeHashedSink extends Writable {
     }
     this.bytes += n;
     received(n);
-    this.native.writeHashed(this.writer, buffers, (errno) => {
-      if (errno !== 0) return cb(systemError(errno, 'write'));
-      this.onWritten(this.bytes);
-      cb();
-    });
+    try {
+      this.native.writeHashed(this.writer, buffers, (errno) => {
+        if (errno !== 0) return cb(systemError(errno, 'write'));
+        if (!this.destroyed) this.onWritten(this.bytes);
+        cb();
+      });
+    } catch (err) {
+      // Could not queue the batch (out of memory): fail this upload, not the process.
+      cb(err as Error);
+    }
   }
 
   override _final(cb: (err?: Error | null) => void): void {
