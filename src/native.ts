@@ -3,6 +3,7 @@
 // was not built (no C compiler, not Linux), everything works without it, only slower and with more
 // memory.
 import { createRequire } from 'node:module';
+import { getSystemErrorName } from 'node:util';
 
 export interface NativeModule {
   /** Sends `length` bytes of `fileFd` from `offset` into `socketFd`; `done` runs once. */
@@ -51,4 +52,10 @@ export function nativeModule(): NativeModule | null {
 export function downloadPath(setting: 'auto' | 'off'): string {
   if (setting === 'off') return 'streamed (REMESSA_SENDFILE=off)';
   return nativeModule() ? 'sendfile' : `streamed (native module not built: ${loadError})`;
+}
+
+/** The error for an errno the native module reported, shaped like Node's own system errors. */
+export function nativeError(errno: number, syscall: string): NodeJS.ErrnoException {
+  const code = getSystemErrorName(-errno);
+  return Object.assign(new Error(`${code}: ${syscall} failed`), { errno: -errno, code, syscall });
 }

@@ -5,7 +5,7 @@ import type { FileHandle } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
-import { nativeModule } from '../native.js';
+import { nativeError, nativeModule } from '../native.js';
 
 const EMPTY = Buffer.alloc(0);
 
@@ -87,8 +87,7 @@ export class SendfileBody extends Readable {
         this.sent = sent;
         this.settle(sent);
         if (errno === 0) this.push(null);
-        else if (!this.destroyed)
-          this.destroy(Object.assign(new Error(`sendfile failed (errno ${errno})`), { errno }));
+        else if (!this.destroyed) this.destroy(nativeError(errno, 'sendfile'));
       });
     } catch (err) {
       // Out of descriptors, say: this download fails (the headers are out, so the connection is

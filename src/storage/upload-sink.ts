@@ -8,10 +8,9 @@ import { createWriteStream } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { type Readable, Transform, type TransformCallback, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { getSystemErrorName } from 'node:util';
 import { AppError } from '../errors.js';
 import { received } from '../memory.js';
-import { type NativeModule, nativeModule } from '../native.js';
+import { type NativeModule, nativeError, nativeModule } from '../native.js';
 
 const MiB = 1024 * 1024;
 
@@ -36,7 +35,7 @@ class EarlyWriteback {
   private pending: Promise<void> | null = null;
   private error: unknown = null;
   private next: number;
-  /** Where the next native writeback request starts. */
+  /** Where the next native writeback request starts: the end of the previous one. */
   private from = 0;
 
   constructor(
@@ -47,7 +46,7 @@ class EarlyWriteback {
     this.next = this.every;
   }
 
-  /** Called with the running total of bytes that have passed on their way to the file. */
+  /** Called with the running total of bytes written (native sink) or on their way to the file. */
   passed(total: number): void {
     if (total < this.next || this.pending) return;
     this.next = total + this.every;
@@ -65,13 +64,13 @@ class EarlyWriteback {
   private request(total: number): Promise<void> {
     const native = this.native;
     if (!native) return this.fh.datasync();
+    // The native sink reports totals after the bytes are written, so [from, end of file) is
+    // exactly what no earlier request covered. Length 0 means "to the end of the file".
     const from = this.from;
-    // On the JS path the last megabyte or so may still sit in the write stream's buffer: the next
-    // request starts a little before this one's end. Length 0 means "to the end of the file".
-    this.from = Math.max(0, total - 2 * MiB);
+    this.from = total;
     return new Promise((resolve, reject) => {
       native.startWriteback(this.fh.fd, from, 0, (errno) =>
-        errno === 0 ? resolve() : reject(systemError(errno, 'sync_file_range')),
+        errno === 0 ? resolve() : reject(nativeError(errno, 'sync_file_range')),
       );
     });
   }
@@ -83,12 +82,7 @@ class EarlyWriteback {
   }
 }
 
-function systemError(errno: number, syscall: string): NodeJS.ErrnoException {
-  const code = getSystemErrorName(-errno);
-  return Object.assign(new Error(`${code}: ${syscall} failed`), { errno: -errno, code, syscall });
-}
-
-/** Native path: each batch of chunks is hashed and written by one thread-pool job. */
+/** Native path: each batch of chunks is hashed and written in the thread pool (two jobs side by side). */
 class NativeHashedSink extends Writable {
   bytes = 0;
   private readonly writer: object;
@@ -125,7 +119,7 @@ class NativeHashedSink extends Writable {
     received(n);
     try {
       this.native.writeHashed(this.writer, buffers, (errno) => {
-        if (errno !== 0) return cb(systemError(errno, 'write'));
+        if (errno !== 0) return cb(nativeError(errno, 'write'));
         if (!this.destroyed) this.onWritten(this.bytes);
         cb();
       });
