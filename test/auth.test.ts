@@ -210,7 +210,7 @@ describe('auth endpoints', () => {
     assert.ok(events.some((e) => e.event === 'user.locked'));
     assert.equal(events.filter((e) => e.event === 'login.failed').length, 7);
 
-    t.clock.advance(15 * 60 * 1000 + 1000);
+    await t.advanceClock(15 * 60 * 1000 + 1000);
     const unlocked = await call(`${t.base}/auth/login`, {
       method: 'POST',
       headers: { Authorization: basic('locky', 'locky-password') },
@@ -282,7 +282,7 @@ describe('auth endpoints', () => {
       });
       assert.equal(r.status, 401, bad);
     }
-    t.clock.advance(3601 * 1000);
+    await t.advanceClock(3601 * 1000);
     const expired = await call(`${t.base}/auth/logout`, {
       method: 'POST',
       headers: { Authorization: `Bearer ${good}` },

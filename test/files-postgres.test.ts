@@ -63,7 +63,7 @@ describe('files on PostgreSQL', { skip: available ? false : PG_SKIP }, () => {
 
   test('two instances sweeping at once retire and purge every file exactly once', async () => {
     const before = (await footprint(a)).files;
-    for (const s of [a, b]) s.clock.advance(DAY + 1);
+    for (const s of [a, b]) await s.advanceClock(DAY + 1);
     await Promise.all([
       a.server.workers.get('file-sweeper')!.runOnce(),
       b.server.workers.get('file-sweeper')!.runOnce(),
@@ -71,7 +71,7 @@ describe('files on PostgreSQL', { skip: available ? false : PG_SKIP }, () => {
     const retired = await a.server.services.audit.query({ event: 'file.retired' });
     assert.equal(retired.length, before);
     assert.equal((await listArea(b, 'pgfiles', 'pgfiles-password', 1, true)).length, before);
-    for (const s of [a, b]) s.clock.advance(DAY + 1);
+    for (const s of [a, b]) await s.advanceClock(DAY + 1);
     await Promise.all([
       a.server.workers.get('file-sweeper')!.runOnce(),
       b.server.workers.get('file-sweeper')!.runOnce(),

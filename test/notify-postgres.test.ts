@@ -88,7 +88,7 @@ describe('outbox on PostgreSQL, two instances', { skip: available ? false : PG_S
     const r = await call(`${a.base}/auth/forgetParameters?u=pgracer`);
     assert.equal(r.status, 200);
     const k = encodeURIComponent(new URL(String(r.body['linkURL'])).searchParams.get('k')!);
-    for (const s of [a, b]) s.clock.advance(61_000);
+    for (const s of [a, b]) await s.advanceClock(61_000);
     const answers = await Promise.all(
       Array.from({ length: 6 }, (_, i) =>
         call(`${(i % 2 ? a : b).base}/auth/changeParameters?k=${k}`, {

@@ -169,12 +169,12 @@ describe('SMS transports', () => {
       assert.ok(Math.abs(row.next_attempt_at - t.clock.now() - 10_000) < 1000, 'first retry after 10 s');
       await outbox.runOnce();
       assert.equal((await outboxRow(t, bad)).attempts, 1, 'not due yet');
-      t.clock.advance(10_000);
+      await t.advanceClock(10_000);
       await outbox.runOnce();
       row = await outboxRow(t, bad);
       assert.equal(row.attempts, 2);
       assert.ok(Math.abs(row.next_attempt_at - t.clock.now() - 20_000) < 1000, 'then after 20 s');
-      t.clock.advance(20_000);
+      await t.advanceClock(20_000);
       await outbox.runOnce();
       row = await outboxRow(t, bad);
       assert.equal(row.status, 'failed');

@@ -268,13 +268,13 @@ describe('recipients and secure links', () => {
     assert.equal((await pinFor(k)).status, 403);
 
     // After the lock (15 minutes), a new PIN is needed (the old one died with the lock).
-    t.clock.advance(15 * 60 * 1000 + 1000);
+    await t.advanceClock(15 * 60 * 1000 + 1000);
     assert.equal((await download(k, pin)).status, 403);
     assert.equal((await pinFor(k)).status, 200);
     const fresh = pinIn((await mail.take('bea@example.com')).text ?? '');
     secrets.push(fresh);
     // Expired PIN (REMESSA_PIN_SECONDS, default 180 s).
-    t.clock.advance(181 * 1000);
+    await t.advanceClock(181 * 1000);
     const expired = await download(k, fresh);
     assert.equal(expired.status, 403);
     const exp = (await auditRows('pin.failed')).at(-1);

@@ -148,7 +148,7 @@ describe('password recovery', () => {
 
     const tooSoon = await change({ k });
     assert.equal(tooSoon.status, 429);
-    t.clock.advance(61_000);
+    await t.advanceClock(61_000);
     const fresh = await change({ k });
     assert.equal(fresh.status, 200);
     assert.equal(fresh.body['linkURL'], r.body['linkURL']);
@@ -189,11 +189,11 @@ describe('password recovery', () => {
     const k = kOf(String(r.body['linkURL']));
     const pin = pinOf(await mail.take('erin@example.com'));
     secrets.push(k, pin);
-    t.clock.advance(181_000); // REMESSA_PIN_SECONDS default 180
+    await t.advanceClock(181_000); // REMESSA_PIN_SECONDS default 180
     const expired = await change({ k, p: pin, z: 'erin-new-password' });
     assert.equal(expired.status, 403);
     assert.match(String(expired.body['detail']), /expired/);
-    t.clock.advance(30 * 60_000);
+    await t.advanceClock(30 * 60_000);
     assert.equal((await change({ k, p: pin, z: 'erin-new-password' })).status, 401);
     assert.equal((await change({ k })).status, 401, 'no fresh PIN for an expired link');
     assert.equal((await token('erin', 'erin-password')).status, 200);
@@ -244,7 +244,7 @@ describe('password recovery', () => {
     assert.ok(access.every((l) => l.includes('k=[REDACTED]') && l.includes('p=[REDACTED]')));
 
     // Form body; a body field wins over the query string's.
-    t.clock.advance(61_000);
+    await t.advanceClock(61_000);
     const r2 = await forget('gina');
     const k2 = kOf(String(r2.body['linkURL']));
     const pin2 = pinOf(await mail.take('gina@example.com'));
@@ -276,7 +276,7 @@ describe('password recovery', () => {
     assert.equal((await token('newbie', 'newbie-password')).status, 200);
     const user = await t.server.services.users.get('newbie');
     assert.equal(user.first_access, 0);
-    t.clock.advance(61_000);
+    await t.advanceClock(61_000);
     assert.equal((await call(`${t.base}/auth/firstaccess?u=newbie`)).status, 403, 'no longer first access');
   });
 

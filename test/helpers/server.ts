@@ -10,6 +10,7 @@ import { loadConfig } from '../../src/config.js';
 import type { UserRow } from '../../src/db/schema.js';
 import { createLogger } from '../../src/logger.js';
 import { type RunningServer, startServer } from '../../src/server.js';
+import { eventually } from './peers.js';
 
 export interface TestServer {
   /** {base_url}, e.g. http://127.0.0.1:40123/v1 */
@@ -18,6 +19,12 @@ export interface TestServer {
   origin: string;
   dataDir: string;
   clock: OffsetClock;
+  /**
+   * Moves the server's clock forward, once no notification is in the middle of being sent. A
+   * message the SMTP peer already received may not be marked sent yet; a jump past its lease (2
+   * minutes) would let the next outbox pass send it again, and a test would read the copy.
+   */
+  advanceClock(ms: number): Promise<void>;
   server: RunningServer;
   logs: string[];
   env: Record<string, string>;
@@ -83,6 +90,19 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
     origin,
     dataDir,
     clock,
+    async advanceClock(ms) {
+      const { db } = server.services;
+      await eventually(async () => {
+        const row = await db
+          .selectFrom('outbox')
+          .select('id')
+          .where('status', '=', 'pending')
+          .where('claimed_until', '>', clock.now())
+          .executeTakeFirst();
+        return row === undefined;
+      });
+      clock.advance(ms);
+    },
     server,
     logs,
     env,
