@@ -9,6 +9,7 @@ napi_value start_writeback(napi_env env, napi_callback_info info);
 napi_value hash_writer(napi_env env, napi_callback_info info);
 napi_value write_hashed(napi_env env, napi_callback_info info);
 napi_value digest_hashed(napi_env env, napi_callback_info info);
+napi_value direct_hashed(napi_env env, napi_callback_info info);
 napi_value close_hashed(napi_env env, napi_callback_info info);
 
 NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
@@ -21,6 +22,7 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
       {"hashWriter", NULL, hash_writer, NULL, NULL, NULL, napi_enumerable, NULL},
       {"writeHashed", NULL, write_hashed, NULL, NULL, NULL, napi_enumerable, NULL},
       {"digestHashed", NULL, digest_hashed, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"directHashed", NULL, direct_hashed, NULL, NULL, NULL, napi_enumerable, NULL},
       {"closeHashed", NULL, close_hashed, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);

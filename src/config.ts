@@ -33,6 +33,8 @@ export interface Config {
   verifyDownloads: 'changed' | 'always';
   /** 'auto': downloads go out by sendfile(2) when the native module is built; 'off': always streamed */
   sendfile: 'auto' | 'off';
+  /** 'auto': uploads are written with O_DIRECT where the native module and the filesystem allow; 'off': through the page cache */
+  directIo: 'auto' | 'off';
   /** A download whose client takes nothing for this long is cut off. */
   stallSeconds: number;
   sweepSeconds: number;
@@ -188,6 +190,7 @@ export function loadConfig(env: Source = process.env): Config {
     maxFileSize: maxFileSizeRaw ? parseSize('REMESSA_MAX_FILE_SIZE', maxFileSizeRaw) : 1024 ** 3,
     verifyDownloads: r.oneOf('REMESSA_VERIFY_DOWNLOADS', ['changed', 'always'] as const, 'changed'),
     sendfile: r.oneOf('REMESSA_SENDFILE', ['auto', 'off'] as const, 'auto'),
+    directIo: r.oneOf('REMESSA_DIRECT_IO', ['auto', 'off'] as const, 'auto'),
     stallSeconds: r.int('REMESSA_STALL_SECONDS', 120, 1),
     sweepSeconds: r.int('REMESSA_SWEEP_SECONDS', 60, 1),
     recipientPin: r.bool('REMESSA_RECIPIENT_PIN', true),

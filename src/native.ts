@@ -21,10 +21,18 @@ export interface NativeModule {
   mallocTrimThreshold(bytes: number): boolean;
   /** sync_file_range(SYNC_FILE_RANGE_WRITE) in the thread pool: start writing a range to disk. */
   startWriteback(fd: number, offset: number, length: number, done: (errno: number) => void): void;
-  /** An upload writer on a dup of `fd`: SHA-256 and pwritev of each batch in the thread pool. */
-  hashWriter(fd: number): object;
-  /** Hashes and appends `buffers` at the writer's position; calls on one writer must not overlap. */
-  writeHashed(writer: object, buffers: Buffer[], done: (errno: number) => void): void;
+  /**
+   * An upload writer on a dup of `fd` (an empty file): SHA-256 and writes of each batch in the
+   * thread pool; with `direct`, O_DIRECT writes when the filesystem takes them.
+   */
+  hashWriter(fd: number, direct: boolean): object;
+  /** Whether the writer bypasses the page cache. */
+  directHashed(writer: object): boolean;
+  /**
+   * Hashes and appends `buffers` at the writer's position; calls on one writer must not overlap.
+   * `last` marks the final batch: a direct writer holds back up to 1 MiB until then.
+   */
+  writeHashed(writer: object, buffers: Buffer[], done: (errno: number) => void, last?: boolean): void;
   /** Hex SHA-256 of everything written; the writer takes no more batches. */
   digestHashed(writer: object): string;
   /** Releases the writer's descriptor (once the batch in flight, if any, has ended). */
@@ -52,6 +60,14 @@ export function nativeModule(): NativeModule | null {
 export function downloadPath(setting: 'auto' | 'off'): string {
   if (setting === 'off') return 'streamed (REMESSA_SENDFILE=off)';
   return nativeModule() ? 'sendfile' : `streamed (native module not built: ${loadError})`;
+}
+
+/** For the start-up log line: how uploads reach the disk. */
+export function uploadPath(directIo: 'auto' | 'off'): string {
+  if (!nativeModule()) return `streamed through Node (native module not built: ${loadError})`;
+  return directIo === 'auto'
+    ? 'hashed and written in the thread pool, O_DIRECT where the filesystem takes it'
+    : 'hashed and written in the thread pool, through the page cache (REMESSA_DIRECT_IO=off)';
 }
 
 /** The error for an errno the native module reported, shaped like Node's own system errors. */

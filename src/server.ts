@@ -4,7 +4,7 @@ import type { Config } from './config.js';
 import { buildApp } from './http/app.js';
 import type { Logger } from './logger.js';
 import { tuneMemory } from './memory.js';
-import { downloadPath } from './native.js';
+import { downloadPath, uploadPath } from './native.js';
 import { createServices, type ServiceOptions, type Services } from './services.js';
 import { PeriodicWorker } from './worker.js';
 
@@ -45,6 +45,7 @@ export async function startServer(
       dataDir: config.dataDir,
       database: services.dialect,
       downloads: downloadPath(config.sendfile),
+      uploads: uploadPath(config.directIo),
     },
     'Remessa is serving',
   );

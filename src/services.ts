@@ -69,7 +69,7 @@ export async function createServices(
     passwordMinLength: config.passwordMinLength,
   });
   const auth = new AuthService(db, userStore, audit, keys, clock, config);
-  const blobs: BlobStore = new LocalBlobStore(config.dataDir);
+  const blobs: BlobStore = new LocalBlobStore(config.dataDir, { directIo: config.directIo === 'auto' });
   const orphans = await blobs.recover();
   if (orphans > 0) log.warn({ orphans }, 'removed partial uploads left by a crash');
   const fileStore = new FileStore(db, database.dialect);

@@ -7,9 +7,8 @@ import { type FileHandle, mkdir, open, readdir, rename, stat, unlink } from 'nod
 import { hostname } from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { type NativeModule, nativeModule } from '../native.js';
 import type { BlobStat, BlobStore, ByteRange, StoredBlob } from './blob-store.js';
-import { writeUpload } from './upload-sink.js';
+import { type UploadWriteOptions, writeUpload } from './upload-sink.js';
 
 const HOST = hostname().replace(/[^A-Za-z0-9-]/g, '_');
 
@@ -35,10 +34,10 @@ export class LocalBlobStore implements BlobStore {
   private readonly blobDir: string;
   private readonly tmpDir: string;
 
-  /** `native`: the module that hashes and writes uploads off the JS thread (tests pass null). */
+  /** `uploads`: how uploads are written (native module, O_DIRECT); writeUpload's defaults otherwise. */
   constructor(
     root: string,
-    private readonly native: NativeModule | null = nativeModule(),
+    private readonly uploads: UploadWriteOptions = {},
   ) {
     this.blobDir = path.join(root, 'blobs');
     this.tmpDir = path.join(root, 'tmp');
@@ -55,7 +54,7 @@ export class LocalBlobStore implements BlobStore {
     const tmp = path.join(this.tmpDir, `${HOST}.${process.pid}.${key}.part`);
     const fh = await open(tmp, 'wx', 0o600);
     try {
-      const { bytes, sha256 } = await writeUpload(source, fh, opts.maxBytes, this.native);
+      const { bytes, sha256 } = await writeUpload(source, fh, opts.maxBytes, this.uploads);
       const final = this.pathOf(key);
       await mkdir(path.dirname(final), { recursive: true, mode: 0o700 });
       await rename(tmp, final);

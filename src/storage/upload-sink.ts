@@ -1,8 +1,9 @@
 // Writes one upload into an open temp file: counts the bytes (413 past the limit), computes their
-// SHA-256, starts writeback early, and fsyncs at the end. With the native module the hashing and
-// the writes run in the thread pool (native/hashwrite.c), so the JS thread only reads the socket;
-// without it, a Transform hashes on the JS thread in front of a write stream. Figures:
-// docs/benchmarks.md, "Upload hashing".
+// SHA-256, and fsyncs at the end. With the native module the hashing and the writes run in the
+// thread pool (native/hashwrite.c), so the JS thread only reads the socket, and the writes bypass
+// the page cache (O_DIRECT) where the filesystem allows; without it, a Transform hashes on the JS
+// thread in front of a write stream. Writes through the page cache start writeback early.
+// Figures: docs/benchmarks.md, findings 2 (writeback), 7 (hashing) and 8 (O_DIRECT).
 import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
@@ -28,7 +29,7 @@ const tooLarge = (max: number) => new AppError(413, `file larger than the limit 
  * the stream. With the native module it is sync_file_range(SYNC_FILE_RANGE_WRITE) every 8 MiB,
  * which starts writeback without the device cache flush of an fdatasync; without it, an fdatasync
  * every 64 MiB (more often, those flushes cost more than they save). Figures: docs/benchmarks.md,
- * "Upload writeback".
+ * finding 2.
  */
 class EarlyWriteback {
   private readonly every: number;
@@ -86,15 +87,22 @@ class EarlyWriteback {
 class NativeHashedSink extends Writable {
   bytes = 0;
   private readonly writer: object;
+  /** Set when the writes go through the page cache and early writeback pays off. */
+  private readonly writeback: EarlyWriteback | null;
 
   constructor(
     private readonly native: NativeModule,
     private readonly fh: FileHandle,
     private readonly maxBytes: number,
-    private readonly onWritten: (total: number) => void,
+    directIo: boolean,
   ) {
     super({ highWaterMark: MiB });
-    this.writer = native.hashWriter(fh.fd);
+    this.writer = native.hashWriter(fh.fd, directIo);
+    this.writeback = native.directHashed(this.writer) ? null : new EarlyWriteback(fh, native);
+  }
+
+  get direct(): boolean {
+    return this.writeback === null;
   }
 
   override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
@@ -117,25 +125,41 @@ class NativeHashedSink extends Writable {
     }
     this.bytes += n;
     received(n);
+    this.send(buffers, false, (err) => {
+      if (!err && !this.destroyed) this.writeback?.passed(this.bytes);
+      cb(err);
+    });
+  }
+
+  private send(buffers: Buffer[], last: boolean, cb: (err?: Error | null) => void): void {
     try {
-      this.native.writeHashed(this.writer, buffers, (errno) => {
-        if (errno !== 0) return cb(nativeError(errno, 'write'));
-        if (!this.destroyed) this.onWritten(this.bytes);
-        cb();
-      });
+      this.native.writeHashed(
+        this.writer,
+        buffers,
+        (errno) => cb(errno === 0 ? null : nativeError(errno, 'write')),
+        last,
+      );
     } catch (err) {
       // Could not queue the batch (out of memory): fail this upload, not the process.
       cb(err as Error);
     }
   }
 
+  /** Writes what the writer held back, waits for early writeback, then fsyncs. */
   override _final(cb: (err?: Error | null) => void): void {
-    this.fh.sync().then(() => cb(), cb);
+    this.send([], true, (err) => {
+      if (err) return cb(err);
+      (this.writeback?.settle() ?? Promise.resolve()).then(() => this.fh.sync()).then(() => cb(), cb);
+    });
   }
 
   override _destroy(err: Error | null, cb: (err?: Error | null) => void): void {
     this.native.closeHashed(this.writer);
-    cb(err);
+    // An early writeback in flight must end before the caller closes and removes the file.
+    (this.writeback?.settle() ?? Promise.resolve()).then(
+      () => cb(err),
+      () => cb(err),
+    );
   }
 
   digest(): string {
@@ -169,33 +193,39 @@ class MeteredHash extends Transform {
   }
 }
 
+export interface UploadWriteOptions {
+  /** The native module; injectable so tests can run the JS path on a machine that has it. */
+  native?: NativeModule | null;
+  /** Let the native writer use O_DIRECT (default true). */
+  directIo?: boolean;
+}
+
 /**
- * Streams `source` into `fh` and makes it durable (fsync). On success `fh` is closed; on failure it
- * may still be open, and the caller closes it and removes the file. `native` is injectable so tests
- * can run the JS path on a machine that has the module.
+ * Streams `source` into `fh` (a new, empty file) and makes it durable (fsync). On success `fh` is
+ * closed; on failure it may still be open, and the caller closes it and removes the file.
  */
 export async function writeUpload(
   source: Readable,
   fh: FileHandle,
   maxBytes: number,
-  native: NativeModule | null = nativeModule(),
-): Promise<WrittenUpload> {
-  const writeback = new EarlyWriteback(fh, native);
+  opts: UploadWriteOptions = {},
+): Promise<WrittenUpload & { direct: boolean }> {
+  const native = opts.native === undefined ? nativeModule() : opts.native;
+  if (native) {
+    const sink = new NativeHashedSink(native, fh, maxBytes, opts.directIo ?? true);
+    await pipeline(source, sink);
+    await fh.close();
+    return { bytes: sink.bytes, sha256: sink.digest(), direct: sink.direct };
+  }
+  const writeback = new EarlyWriteback(fh, null);
   try {
-    if (native) {
-      const sink = new NativeHashedSink(native, fh, maxBytes, (total) => writeback.passed(total));
-      await pipeline(source, sink);
-      await writeback.settle();
-      await fh.close();
-      return { bytes: sink.bytes, sha256: sink.digest() };
-    }
     const meter = new MeteredHash(maxBytes, (total) => writeback.passed(total));
     // The stream owns the handle: `flush` makes it fsync before it closes, and the pipeline only
     // settles after that close. (With `autoClose: false` the stream keeps a reference on the
     // FileHandle forever and a later `fh.close()` never settles on Node 20: uploads hung.)
     await pipeline(source, meter, createWriteStream('', { fd: fh, highWaterMark: MiB, flush: true }));
     await writeback.settle();
-    return { bytes: meter.bytes, sha256: meter.digest() };
+    return { bytes: meter.bytes, sha256: meter.digest(), direct: false };
   } catch (err) {
     await writeback.settle().catch(() => {});
     throw err;
