@@ -7,12 +7,19 @@
 //    (--max-semi-space-size=4 in bin/remessa.js) it takes well under a millisecond.
 // 2. glibc keeps memory freed by several threads mapped in per-thread arenas: each large upload
 //    left ~20 MB more resident. A fixed malloc trim threshold (native module) gives it back.
+// 3. V8 sizes the old generation's next limit from what survived the last full collection. For a
+//    small server heap (~20 MB) its dynamic factor often left less headroom than the young
+//    generation holds, and then it started incremental marking again after every second
+//    scavenge: 60-70 full collections per GiB uploaded, ~3 s of CPU, upload rate halved
+//    (docs/benchmarks.md, finding 9). A fixed growing factor of 2 ends that; the flag is read
+//    at every collection, so setting it at run time works.
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { nativeModule } from './native.js';
 
 const MALLOC_TRIM_THRESHOLD = 1024 * 1024;
 const RECLAIM_EVERY = 8 * 1024 * 1024;
+const HEAP_GROWING_PERCENT = 100;
 
 type Collect = (options: { type: 'minor' }) => void;
 
@@ -39,4 +46,5 @@ export function received(bytes: number): void {
 /** Once at start-up of `remessa serve`. */
 export function tuneMemory(): void {
   nativeModule()?.mallocTrimThreshold(MALLOC_TRIM_THRESHOLD);
+  v8.setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
 }
