@@ -16,9 +16,18 @@ if (files.length === 0) {
   console.error('no test files found in dist/test');
   process.exit(1);
 }
+// A test file that has not finished after five minutes (the slowest takes under a minute) fails
+// and names itself, instead of holding CI until its overall limit with no clue where it hung.
 const result = spawnSync(
   process.execPath,
-  ['--enable-source-maps', '--test', '--test-concurrency=3', '--test-reporter=spec', ...files],
+  [
+    '--enable-source-maps',
+    '--test',
+    '--test-concurrency=3',
+    '--test-timeout=300000',
+    '--test-reporter=spec',
+    ...files,
+  ],
   { stdio: 'inherit' },
 );
 process.exit(result.status ?? 1);

@@ -4,7 +4,7 @@ import { AuthService } from './auth/auth-service.js';
 import { RecoveryService } from './auth/recovery-service.js';
 import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
-import { type Db, openDatabase } from './db/database.js';
+import { type Db, type OpenDatabase, openDatabase } from './db/database.js';
 import type { Dialect } from './db/migrations.js';
 import { FileService } from './files/file-service.js';
 import { FileStore } from './files/file-store.js';
@@ -56,10 +56,26 @@ export async function createServices(
   log: Logger,
   opts: ServiceOptions = {},
 ): Promise<Services> {
-  const clock = opts.clock ?? systemClock;
   const database = await openDatabase(config, (err) =>
     log.warn({ err }, 'PostgreSQL connection lost; reconnecting'),
   );
+  try {
+    return await assemble(config, log, opts, database);
+  } catch (err) {
+    // No secret, a full disk at crash recovery…: nothing may stay open (a pool would keep the
+    // process alive).
+    await database.close();
+    throw err;
+  }
+}
+
+async function assemble(
+  config: Config,
+  log: Logger,
+  opts: ServiceOptions,
+  database: OpenDatabase,
+): Promise<Services> {
+  const clock = opts.clock ?? systemClock;
   const { db } = database;
   const keys = new Keys(loadOrCreateSecret(config.dataDir, config.secret));
   const audit = new AuditLog(db, clock);

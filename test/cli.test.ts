@@ -8,7 +8,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { UserRow } from '../src/db/schema.js';
-import { basic, call, startTestServer, type TestServer } from './helpers/server.js';
+import { basic, call, closeAll, startTestServer, type TestServer } from './helpers/server.js';
 
 // dist/test/cli.test.js → the repository root.
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -96,8 +96,7 @@ describe('remessa CLI', () => {
     t = await startTestServer({ dataDir, env: { REMESSA_SECRET: SECRET } });
   });
   after(async () => {
-    await t?.close();
-    await rm(dataDir, { recursive: true, force: true });
+    await closeAll(t, () => rm(dataDir, { recursive: true, force: true }));
   });
 
   test('a user added by the CLI gets a token over HTTP with the password piped on stdin', async () => {

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { bytes } from './helpers/files.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { closeAll, startTestServer, type TestServer } from './helpers/server.js';
 
 const run = promisify(execFile);
 const curlAvailable = await run('curl', ['--version']).then(
@@ -34,8 +34,7 @@ describe('curl as the client', { skip: curlAvailable ? false : CURL_SKIP }, () =
     await t.createUser('receiver', 'receiver-password');
   });
   after(async () => {
-    await t.close();
-    await rm(dir, { recursive: true, force: true });
+    await closeAll(t, () => rm(dir, { recursive: true, force: true }));
   });
 
   test('Bearer upload to another area, list, download and resume byte-identical', async () => {

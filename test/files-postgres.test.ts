@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { bytes, type FileEntry, footprint, listArea, uploadMultipart, uploadRaw } from './helpers/files.js';
 import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
-import { basic, startTestServer, type TestServer } from './helpers/server.js';
+import { basic, closeAll, startTestServer, type TestServer } from './helpers/server.js';
 
 const available = await postgresAvailable();
 if (!available && PG_REQUIRED) throw new Error(PG_SKIP);
@@ -27,9 +27,7 @@ describe('files on PostgreSQL', { skip: available ? false : PG_SKIP }, () => {
     await a.createUser('pgfiles', 'pgfiles-password');
   });
   after(async () => {
-    await b?.close();
-    await a?.close();
-    await database?.drop();
+    await closeAll(b, a, () => database?.drop());
   });
 
   test('uploads through either instance share one area, with " (n)" names and byte-identical downloads', async () => {

@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import type { NotificationRequest } from '../src/notify/notification-service.js';
 import { HttpPeer, MailSink } from './helpers/peers.js';
 import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
-import { call, startTestServer, type TestServer } from './helpers/server.js';
+import { call, closeAll, startTestServer, type TestServer } from './helpers/server.js';
 
 const available = await postgresAvailable();
 if (!available && PG_REQUIRED) throw new Error(PG_SKIP);
@@ -39,13 +39,7 @@ describe('outbox on PostgreSQL, two instances', { skip: available ? false : PG_S
     b = await startTestServer({ env, startWorkers: false });
   });
   after(async () => {
-    await a?.close();
-    await b?.close();
-    await hook?.close();
-    await mail?.close();
-    if (database) {
-      await database.drop();
-    }
+    await closeAll(a, b, hook, mail, () => database?.drop());
   });
 
   test('both instances deliver at once: every message exactly once', async () => {

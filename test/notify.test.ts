@@ -11,7 +11,7 @@ import type { NotificationRequest } from '../src/notify/notification-service.js'
 import { NOTIFICATION_KINDS, Templates } from '../src/notify/templates.js';
 import { TwilioTransport } from '../src/notify/transports.js';
 import { eventually, HttpPeer, MailSink, sleep } from './helpers/peers.js';
-import { call, freePort, startTestServer, type TestServer } from './helpers/server.js';
+import { call, closing, freePort, startTestServer, type TestServer } from './helpers/server.js';
 
 const SAMPLE: Record<string, string> = {
   user: 'ana',
@@ -94,7 +94,7 @@ describe('SMS transports', () => {
         REMESSA_SMS_PASSWORD: 'auth-token-xyz',
         REMESSA_SMS_FROM: '+15550001111',
       },
-    });
+    }).catch(closing(twilio));
     try {
       const { notify, db } = t.server.services;
       const id = await notify.enqueue(db, smsPin('+5511999990000'));
@@ -143,7 +143,7 @@ describe('SMS transports', () => {
         REMESSA_NOTIFY_RETRY_SECONDS: '10',
         REMESSA_NOTIFY_MAX_ATTEMPTS: '3',
       },
-    });
+    }).catch(closing(hook));
     try {
       const { notify, db, audit } = t.server.services;
       const outbox = t.server.workers.get('outbox')!;
@@ -195,7 +195,7 @@ describe('SMS transports', () => {
     const t = await startTestServer({
       startWorkers: false,
       env: { REMESSA_SMS_PROVIDER: 'webhook', REMESSA_SMS_URL: hook.url },
-    });
+    }).catch(closing(hook));
     try {
       const { notify, db } = t.server.services;
       for (let i = 0; i < 10; i++)
@@ -327,8 +327,8 @@ describe('outbox', () => {
   });
 
   test('a restart resumes pending messages', async () => {
-    const mail = await MailSink.start();
     const dataDir = await mkdtemp(path.join(tmpdir(), 'remessa-restart-'));
+    const mail = await MailSink.start();
     const env = { REMESSA_SMTP_URL: mail.url };
     try {
       const first = await startTestServer({ dataDir, env, startWorkers: false });

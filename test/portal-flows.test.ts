@@ -18,7 +18,7 @@ import {
   scrollsSideways,
 } from './helpers/browser.js';
 import { MailSink } from './helpers/peers.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { closeAll, startTestServer, type TestServer } from './helpers/server.js';
 
 function pinIn(mail: ParsedMail): string {
   const m = /\b(\d{6})\b/.exec(mail.text ?? '');
@@ -56,9 +56,7 @@ describe('portal end-to-end flows (files + recipients + recovery)', { skip: brow
   });
   after(async () => {
     for (const o of opened) await o.close().catch(() => {});
-    await browser?.close();
-    await t?.close();
-    await mail?.close();
+    await closeAll(browser, t, mail);
   });
 
   const open = async (url: string, viewport?: { width: number; height: number }) => {

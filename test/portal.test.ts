@@ -16,7 +16,7 @@ import {
   scrollsSideways,
   seriousAxeViolations,
 } from './helpers/browser.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { closeAll, startTestServer, type TestServer } from './helpers/server.js';
 
 const ok = (extra: object) => ({
   status: 0,
@@ -51,8 +51,7 @@ describe('portal in a real browser', { skip: browserSkip() }, () => {
   });
   after(async () => {
     for (const o of opened) await o.close().catch(() => {});
-    await browser?.close();
-    await t?.close();
+    await closeAll(browser, t);
   });
 
   async function open(pathAndQuery: string, opts: { locale?: string; phone?: boolean } = {}) {

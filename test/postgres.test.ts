@@ -10,6 +10,7 @@ import {
   APIVER,
   basic,
   call,
+  closeAll,
   ERROR_KEYS,
   errorKeys,
   GO_TIME,
@@ -63,8 +64,7 @@ describe('auth flows on PostgreSQL', { skip }, () => {
     await t.createUser('USER1', 'correct-horse');
   });
   after(async () => {
-    await t?.close();
-    await db?.drop();
+    await closeAll(t, () => db?.drop());
   });
 
   test('the server really uses PostgreSQL: no SQLite file in the data dir', () => {
@@ -169,8 +169,7 @@ describe('two server instances on one PostgreSQL database', { skip }, () => {
     await a.createUser('shared', 'shared-password');
   });
   after(async () => {
-    await Promise.all([a?.close(), b?.close()]);
-    await db?.drop();
+    await closeAll(a, b, () => db?.drop());
   });
 
   test('a user created through one instance signs in on the other', async () => {

@@ -13,6 +13,7 @@ import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './h
 import {
   basic,
   call,
+  closeAll,
   ERROR_KEYS,
   errorKeys,
   GO_TIME,
@@ -90,12 +91,10 @@ describe('recipients and secure links', () => {
     await t.createUser('nomail', 'nomail-password', { email: '', lang: 'pt' });
   });
   after(async () => {
+    await closeAll(t, mail, sms);
     // PINs and tokens never reach the log, whatever happened above.
-    const logs = t.logs.join('\n');
+    const logs = (t?.logs ?? []).join('\n');
     for (const s of secrets) assert.ok(!logs.includes(s), `secret leaked into the log: ${s}`);
-    await t.close();
-    await mail.close();
-    await sms.close();
   });
 
   const auth = { Authorization: basic('uploader', 'uploader-password') };
@@ -442,8 +441,7 @@ describe('REMESSA_RECIPIENT_PIN=false', () => {
     await t.createUser('sender', 'sender-password', { lang: 'es' });
   });
   after(async () => {
-    await t.close();
-    await mail.close();
+    await closeAll(t, mail);
   });
 
   test('a recipient link downloads directly; no PIN is offered', async () => {
@@ -487,10 +485,7 @@ describe('secure links on PostgreSQL, two instances', { skip: pgAvailable ? fals
     b = await startTestServer({ env, startWorkers: false, dataDir: a.dataDir });
   });
   after(async () => {
-    await b?.close();
-    await a?.close();
-    await mail?.close();
-    await database?.drop();
+    await closeAll(b, a, mail, () => database?.drop());
   });
 
   const deliver = async () => {

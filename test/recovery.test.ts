@@ -4,7 +4,15 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { ParsedMail } from 'mailparser';
 import { MailSink } from './helpers/peers.js';
-import { call, ERROR_KEYS, errorKeys, GO_TIME, startTestServer, type TestServer } from './helpers/server.js';
+import {
+  call,
+  closeAll,
+  ERROR_KEYS,
+  errorKeys,
+  GO_TIME,
+  startTestServer,
+  type TestServer,
+} from './helpers/server.js';
 
 const JSON_TYPE = { Content_type: 'application/json' };
 const form = (o: Record<string, string>) => new URLSearchParams(o).toString();
@@ -35,11 +43,10 @@ describe('password recovery', () => {
     });
   });
   after(async () => {
+    await closeAll(t, mail);
     // Passwords, PINs and tokens never reach the log, whatever happened above.
-    const logs = t.logs.join('\n');
+    const logs = (t?.logs ?? []).join('\n');
     for (const s of secrets) assert.ok(!logs.includes(s), `secret leaked into the log: ${s}`);
-    await t.close();
-    await mail.close();
   });
 
   const forget = (u: string, path = 'forgetParameters') =>

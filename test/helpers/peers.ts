@@ -1,22 +1,21 @@
 // Real peers for notification tests: an SMTP server (smtp-server) whose messages are parsed with
 // mailparser, and a plain HTTP server standing in for the SMS provider.
 import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { type ParsedMail, simpleParser } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
-import { freePort } from './server.js';
 
 export class MailSink {
   readonly messages: ParsedMail[] = [];
   private waiters: (() => void)[] = [];
 
-  private constructor(
-    private readonly server: SMTPServer,
-    readonly port: number,
-  ) {}
+  private constructor(private readonly server: SMTPServer) {}
 
-  /** Listens on 127.0.0.1 (on `port` when given, so a test can start it after the fact). */
-  static async start(port?: number): Promise<MailSink> {
-    const p = port ?? (await freePort());
+  /**
+   * Listens on 127.0.0.1: on `port` when given (a test can start it after the fact), otherwise on
+   * a port the kernel picks as it binds, so no other process can take it in between.
+   */
+  static async start(port = 0): Promise<MailSink> {
     let sink: MailSink | undefined;
     const server = new SMTPServer({
       authOptional: true,
@@ -33,12 +32,16 @@ export class MailSink {
         );
       },
     });
-    sink = new MailSink(server, p);
+    sink = new MailSink(server);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(p, '127.0.0.1', () => resolve());
+      server.listen(port, '127.0.0.1', () => resolve());
     });
     return sink;
+  }
+
+  get port(): number {
+    return (this.server.server.address() as AddressInfo).port;
   }
 
   get url(): string {

@@ -48,6 +48,34 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** Anything a test starts and must stop: a server, a peer, a temporary database. */
+type Closable = { close(): Promise<unknown> } | (() => Promise<unknown>) | null | undefined;
+
+/**
+ * For `after` hooks: closes each of `things` in order, also when an earlier one fails or was never
+ * started (a failed `before` leaves some undefined), then rethrows the first failure. A peer left
+ * listening would keep the test file's process alive for ever and hide the failure.
+ */
+export async function closeAll(...things: Closable[]): Promise<void> {
+  const failures: unknown[] = [];
+  for (const thing of things) {
+    try {
+      await (typeof thing === 'function' ? thing() : thing?.close());
+    } catch (err) {
+      failures.push(err);
+    }
+  }
+  if (failures.length > 0) throw failures[0];
+}
+
+/** For a start that fails: `start().catch(closing(peer))` closes what was started before it. */
+export const closing =
+  (...things: Closable[]) =>
+  async (err: unknown): Promise<never> => {
+    await closeAll(...things).catch(() => {});
+    throw err;
+  };
+
 export interface StartOptions {
   env?: Record<string, string>;
   /** Path of the API under the origin; default /v1. */
@@ -59,20 +87,8 @@ export interface StartOptions {
 }
 
 export async function startTestServer(opts: StartOptions = {}): Promise<TestServer> {
-  const port = await freePort();
   const ownDir = !opts.dataDir;
   const dataDir = opts.dataDir ?? (await mkdtemp(path.join(tmpdir(), 'remessa-test-')));
-  const origin = `http://127.0.0.1:${port}`;
-  const env: Record<string, string> = {
-    REMESSA_PORT: String(port),
-    REMESSA_HOST: '127.0.0.1',
-    REMESSA_BASE_URL: `${origin}${opts.apiPath ?? '/v1'}`,
-    REMESSA_DATA_DIR: dataDir,
-    REMESSA_LOG_LEVEL: 'info',
-    REMESSA_SECRET: 'test-secret-test-secret-test-secret',
-    ...opts.env,
-  };
-  const config = loadConfig(env);
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, cb) {
@@ -81,10 +97,38 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
     },
   });
   const clock = new OffsetClock();
-  const server = await startServer(config, createLogger(config.logLevel, sink), {
-    clock,
-    startWorkers: opts.startWorkers,
-  });
+  // The base URL names the port, so it is picked before the server binds it, and another process
+  // can take it in between (every client connection of the tests draws from the same range):
+  // then the server is started again on another one.
+  const bind = async () => {
+    const port = await freePort();
+    const env: Record<string, string> = {
+      REMESSA_PORT: String(port),
+      REMESSA_HOST: '127.0.0.1',
+      REMESSA_BASE_URL: `http://127.0.0.1:${port}${opts.apiPath ?? '/v1'}`,
+      REMESSA_DATA_DIR: dataDir,
+      REMESSA_LOG_LEVEL: 'info',
+      REMESSA_SECRET: 'test-secret-test-secret-test-secret',
+      ...opts.env,
+    };
+    const config = loadConfig(env);
+    const server = await startServer(config, createLogger(config.logLevel, sink), {
+      clock,
+      startWorkers: opts.startWorkers,
+    });
+    return { origin: `http://127.0.0.1:${port}`, env, config, server };
+  };
+  let bound: Awaited<ReturnType<typeof bind>> | undefined;
+  for (let attempt = 1; !bound; attempt++) {
+    try {
+      bound = await bind();
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE' && attempt < 5) continue;
+      if (ownDir) await rm(dataDir, { recursive: true, force: true });
+      throw err;
+    }
+  }
+  const { origin, env, config, server } = bound;
   return {
     base: config.baseUrl,
     origin,
