@@ -307,3 +307,22 @@ describe('redactUrl', () => {
         assert.ok(!redactUrl(url).includes(secret), url);
   });
 });
+
+describe('the test helpers', () => {
+  // CI once sat for 90 minutes on a test file whose before() failed after its peers had started.
+  test('a suite whose server fails to start in before() fails and ends, with its peers closed', async () => {
+    const fixture = path.join(ROOT, 'dist/test/fixtures/failed-start.js');
+    // Without NODE_TEST_CONTEXT, which would make the child report to this runner instead.
+    const { NODE_TEST_CONTEXT: _, ...env } = process.env;
+    const run = await promisify(execFile)(process.execPath, ['--test', '--test-reporter=spec', fixture], {
+      timeout: 60_000,
+      env,
+    }).then(
+      () => assert.fail('the fixture was expected to fail'),
+      (err: { code?: number; killed?: boolean; stdout: string }) => err,
+    );
+    assert.equal(run.killed, false, 'the test file did not end by itself');
+    assert.equal(run.code, 1);
+    assert.match(run.stdout, /ENOTDIR/);
+  });
+});
