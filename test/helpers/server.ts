@@ -102,10 +102,11 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
   // then the server is started again on another one.
   const bind = async () => {
     const port = await freePort();
+    const origin = `http://127.0.0.1:${port}`;
     const env: Record<string, string> = {
       REMESSA_PORT: String(port),
       REMESSA_HOST: '127.0.0.1',
-      REMESSA_BASE_URL: `http://127.0.0.1:${port}${opts.apiPath ?? '/v1'}`,
+      REMESSA_BASE_URL: `${origin}${opts.apiPath ?? '/v1'}`,
       REMESSA_DATA_DIR: dataDir,
       REMESSA_LOG_LEVEL: 'info',
       REMESSA_SECRET: 'test-secret-test-secret-test-secret',
@@ -116,7 +117,7 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
       clock,
       startWorkers: opts.startWorkers,
     });
-    return { origin: `http://127.0.0.1:${port}`, env, config, server };
+    return { origin, env, config, server };
   };
   let bound: Awaited<ReturnType<typeof bind>> | undefined;
   for (let attempt = 1; !bound; attempt++) {
