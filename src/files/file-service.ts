@@ -11,7 +11,7 @@ import { AppError, badRequest, unauthorized } from '../errors.js';
 import { type Keys, randomToken, sha256 } from '../security/keys.js';
 import type { BlobStore, StoredBlob } from '../storage/blob-store.js';
 import type { UserService } from '../users/user-service.js';
-import type { BlobAccess, DownloadOutcome } from './download-response.js';
+import type { BlobAccess, DownloadOutcome } from './download.js';
 import type { FileStore, FileWithLink, NewFile } from './file-store.js';
 import { sanitizeFileName } from './names.js';
 

@@ -10,15 +10,15 @@ import Fastify, {
   type FastifyRequest,
   LogController,
 } from 'fastify';
-import { recoveryRoutes } from '../auth/recovery-routes.js';
-import { authRoutes } from '../auth/routes.js';
 import { AppError, type ErrorStatus, STATUS_TEXT } from '../errors.js';
-import { fileRoutes } from '../files/routes.js';
-import { secureLinkRoutes } from '../files/secure-link-routes.js';
 import { redactUrl } from '../logger.js';
-import { portalRoutes } from '../portal/routes.js';
 import type { Services } from '../services.js';
 import { errorEnvelope, oauthError } from './presenters.js';
+import { authRoutes } from './routes/auth.js';
+import { fileRoutes } from './routes/files.js';
+import { portalRoutes } from './routes/portal.js';
+import { recoveryRoutes } from './routes/recovery.js';
+import { secureLinkRoutes } from './routes/secure-links.js';
 
 declare module 'fastify' {
   interface FastifyInstance {

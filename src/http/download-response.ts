@@ -1,39 +1,17 @@
 // Sends a stored file over HTTP: Content-Type/Disposition/Length, ETag (from the SHA-256),
 // Last-Modified, a single Range (206/416), conditional GET (304), HEAD, and integrity checking.
 import { createHash } from 'node:crypto';
-import type { FileHandle } from 'node:fs/promises';
 import { type Readable, Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FileRow } from '../db/schema.js';
 import { AppError } from '../errors.js';
-import type { BlobStat, ByteRange } from '../storage/blob-store.js';
+import type { BlobAccess, DownloadOutcome } from '../files/download.js';
+import type { ByteRange } from '../storage/blob-store.js';
 import { canSendfile, SendfileBody } from './sendfile-body.js';
 
 /** With verify 'always', files up to this size are re-hashed before the first byte is sent. */
 const VERIFY_BEFORE_SEND = 16 * 1024 * 1024;
-
-export interface DownloadOutcome {
-  /** every byte of the whole file reached the client */
-  complete: boolean;
-  bytes: number;
-  range: ByteRange | null;
-}
-
-export interface BlobAccess {
-  open(range?: ByteRange): Promise<Readable>;
-  /** A descriptor on the contents when sendfile(2) may be used for them (local store, not turned off). */
-  openFile?: () => Promise<FileHandle>;
-  stat(): Promise<BlobStat | null>;
-  /** Called when the contents do not match the recorded length or hash. */
-  corrupt(reason: string): Promise<void>;
-  /** Called when a changed blob was re-hashed and found intact: remember its new fingerprint. */
-  verified(fingerprint: string): Promise<void>;
-  /** 'changed' (default) or 'always' (REMESSA_VERIFY_DOWNLOADS) */
-  verify: 'changed' | 'always';
-  /** A download that makes no progress for this long is cut off (REMESSA_STALL_SECONDS). */
-  stallSeconds: number;
-}
 
 export function contentDisposition(name: string): string {
   const ascii = name.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');

@@ -1,5 +1,5 @@
 // The File entry of interface §2.3 (plus `sha256` and `expires`, DESIGN §4), in one place.
-import type { FileWithToken } from './file-service.js';
+import type { FileWithToken } from '../files/file-service.js';
 
 export function fileEntry(baseUrl: string, lang: string, f: FileWithToken) {
   const backup = f.file.state === 'backup';

@@ -1,9 +1,9 @@
 // Token endpoint, login and logout (interface §4.1, §4.5; DESIGN §6 logout).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { badRequest } from '../errors.js';
-import { currentUser, requireBasic, requireBearer } from '../http/auth-hooks.js';
-import { oauthToken, successEnvelope } from '../http/presenters.js';
+import { badRequest } from '../../errors.js';
+import { currentUser, requireBasic, requireBearer } from '../auth-hooks.js';
+import { oauthToken, successEnvelope } from '../presenters.js';
 
 const TokenBody = Type.Object({
   grant_type: Type.String({ minLength: 1 }),

@@ -3,15 +3,15 @@ import multipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { badRequest } from '../errors.js';
-import { currentUser, requireUser } from '../http/auth-hooks.js';
-import { successEnvelope } from '../http/presenters.js';
-import { sendStoredFile } from './download-response.js';
-import type { IncomingFile } from './file-service.js';
-import type { FileWithLink } from './file-store.js';
-import { fileEntry } from './presenter.js';
-import { parseRecipients } from './recipients.js';
-import { detachedBody, discardRestOfBody } from './request-body.js';
+import { badRequest } from '../../errors.js';
+import type { IncomingFile } from '../../files/file-service.js';
+import type { FileWithLink } from '../../files/file-store.js';
+import { parseRecipients } from '../../files/recipients.js';
+import { currentUser, requireUser } from '../auth-hooks.js';
+import { sendStoredFile } from '../download-response.js';
+import { fileEntry } from '../file-entry.js';
+import { successEnvelope } from '../presenters.js';
+import { detachedBody, discardRestOfBody } from '../request-body.js';
 
 const UploadQuery = Type.Object({
   file: Type.Optional(Type.String({ maxLength: 1024 })),

@@ -6,8 +6,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { type Config, LANGS, type Lang } from '../config.js';
-import { currentUser, requireBearer } from '../http/auth-hooks.js';
+import { type Config, LANGS, type Lang } from '../../config.js';
+import { currentUser, requireBearer } from '../auth-hooks.js';
 
 /** Minutes without activity after which the portal forgets the bearer token. */
 export const PORTAL_IDLE_MINUTES = 30;
@@ -30,7 +30,7 @@ interface Manifest {
   css: string;
 }
 
-const PORTAL_DIR = fileURLToPath(new URL('../../portal/', import.meta.url));
+const PORTAL_DIR = fileURLToPath(new URL('../../../portal/', import.meta.url));
 const ASSETS_DIR = `${PORTAL_DIR}assets`;
 
 function loadManifest(): Manifest | null {

@@ -4,8 +4,8 @@
 // browser page posts a body so the password stays out of URLs and access logs).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { badRequest } from '../errors.js';
-import { successEnvelope } from '../http/presenters.js';
+import { badRequest } from '../../errors.js';
+import { successEnvelope } from '../presenters.js';
 
 const Field = Type.String({ maxLength: 2048 });
 const ChangeFields = Type.Object({

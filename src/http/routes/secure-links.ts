@@ -3,7 +3,7 @@
 // Thin: SecureLinks does the work. Anonymous, so limited per client address as well.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { successEnvelope } from '../http/presenters.js';
+import { successEnvelope } from '../presenters.js';
 
 const LinkQuery = Type.Object({
   k: Type.Optional(Type.String({ maxLength: 512 })),
