@@ -17,7 +17,10 @@ import { Templates } from './notify/templates.js';
 import { transportsFrom } from './notify/transports.js';
 import { Keys, loadOrCreateSecret } from './security/keys.js';
 import type { BlobStore } from './storage/blob-store.js';
-import { LocalBlobStore } from './storage/local-blob-store.js';
+import { createBlobStore } from './storage/blob-stores.js';
+import { BlobWriter } from './storage/blob-writer.js';
+import { IntentStore } from './storage/intent-store.js';
+import { StorageReconciler } from './storage/reconciler.js';
 import { UserService } from './users/user-service.js';
 import { UserStore } from './users/user-store.js';
 import type { BackgroundJob } from './worker.js';
@@ -33,6 +36,8 @@ export interface Services {
   users: UserService;
   auth: AuthService;
   blobs: BlobStore;
+  /** Start-up recovery, the sweeper's storage pass and `remessa storage check`. */
+  reconciler: StorageReconciler;
   files: FileService;
   /** Persistent outbox: e-mail and SMS with retries (DESIGN §5). */
   notify: NotificationService;
@@ -49,6 +54,8 @@ export interface ServiceOptions {
   clock?: Clock;
   /** false: background jobs only run when a test calls runOnce() */
   startWorkers?: boolean;
+  /** Tests: a blob store to use instead of the configured one (e.g. a failing memory store). */
+  blobStore?: BlobStore;
 }
 
 export async function createServices(
@@ -85,11 +92,14 @@ async function assemble(
     passwordMinLength: config.passwordMinLength,
   });
   const auth = new AuthService(db, userStore, audit, keys, clock, config);
-  const blobs: BlobStore = new LocalBlobStore(config.dataDir, { directIo: config.directIo === 'auto' });
-  const orphans = await blobs.recover();
-  if (orphans > 0) log.warn({ orphans }, 'removed partial uploads left by a crash');
+  const blobs = opts.blobStore ?? createBlobStore(config);
+  await blobs.open();
   const fileStore = new FileStore(db, database.dialect);
-  const files = new FileService(db, fileStore, blobs, audit, users, keys, clock, config);
+  const intents = new IntentStore(db);
+  const reconciler = new StorageReconciler(blobs, intents, fileStore, clock, log);
+  await reconciler.reconcile();
+  const writer = new BlobWriter(blobs, intents, clock);
+  const files = new FileService(db, fileStore, writer, audit, users, keys, clock, config);
   const notify = new NotificationService(
     db,
     keys,
@@ -114,7 +124,7 @@ async function assemble(
   const secureLinks = new SecureLinks(db, files, users, notify, audit, keys, clock, config);
   const jobs: BackgroundJob[] = [
     { name: 'prune-revoked-tokens', intervalMs: 60 * 60 * 1000, run: () => auth.pruneRevoked() },
-    new FileSweeper(files, fileStore, blobs, audit, clock, log, config.sweepSeconds * 1000),
+    new FileSweeper(files, fileStore, blobs, reconciler, audit, clock, log, config.sweepSeconds * 1000),
     notify.job(),
   ];
   return {
@@ -128,6 +138,7 @@ async function assemble(
     users,
     auth,
     blobs,
+    reconciler,
     files,
     notify,
     recovery,
@@ -135,6 +146,7 @@ async function assemble(
     jobs,
     async close() {
       await notify.stop();
+      blobs.close?.();
       await database.close();
     },
   };

@@ -118,6 +118,14 @@ export interface ChangeTokensTable {
   created_at: number;
 }
 
+export interface BlobIntentsTable {
+  blob_key: string;
+  /** host/pid/nonce of the writing process (src/storage/blob-writer.ts) */
+  writer: string;
+  started_at: number;
+  touched_at: number;
+}
+
 export interface Database {
   users: UsersTable;
   revoked_tokens: RevokedTokensTable;
@@ -126,6 +134,7 @@ export interface Database {
   links: LinksTable;
   outbox: OutboxTable;
   change_tokens: ChangeTokensTable;
+  blob_intents: BlobIntentsTable;
 }
 
 export type UserRow = Selectable<UsersTable>;
@@ -136,3 +145,4 @@ export type LinkRow = Selectable<LinksTable>;
 export type OutboxRow = Selectable<OutboxTable>;
 export type ChangeTokenRow = Selectable<ChangeTokensTable>;
 export type AuditRow = Selectable<AuditTable>;
+export type BlobIntentRow = Selectable<BlobIntentsTable>;
