@@ -16,6 +16,7 @@ import { NotificationService } from './notify/notification-service.js';
 import { Templates } from './notify/templates.js';
 import { transportsFrom } from './notify/transports.js';
 import { Keys, loadOrCreateSecret } from './security/keys.js';
+import { RateCounter } from './security/rate-counter.js';
 import type { BlobStore } from './storage/blob-store.js';
 import { createBlobStore } from './storage/blob-stores.js';
 import { BlobWriter } from './storage/blob-writer.js';
@@ -35,6 +36,8 @@ export interface Services {
   audit: AuditLog;
   users: UserService;
   auth: AuthService;
+  /** Request rate limits, counted in the shared database. */
+  rateCounter: RateCounter;
   blobs: BlobStore;
   /** Start-up recovery, the sweeper's storage pass and `remessa storage check`. */
   reconciler: StorageReconciler;
@@ -92,6 +95,7 @@ async function assemble(
     passwordMinLength: config.passwordMinLength,
   });
   const auth = new AuthService(db, userStore, audit, keys, clock, config);
+  const rateCounter = new RateCounter(db, clock);
   const blobs = opts.blobStore ?? createBlobStore(config);
   await blobs.open();
   const fileStore = new FileStore(db, database.dialect);
@@ -124,6 +128,7 @@ async function assemble(
   const secureLinks = new SecureLinks(db, files, users, notify, audit, keys, clock, config);
   const jobs: BackgroundJob[] = [
     { name: 'prune-revoked-tokens', intervalMs: 60 * 60 * 1000, run: () => auth.pruneRevoked() },
+    { name: 'prune-rate-limits', intervalMs: 60 * 60 * 1000, run: () => rateCounter.prune() },
     new FileSweeper(files, fileStore, blobs, reconciler, audit, clock, log, config.sweepSeconds * 1000),
     notify.job(),
   ];
@@ -137,6 +142,7 @@ async function assemble(
     audit,
     users,
     auth,
+    rateCounter,
     blobs,
     reconciler,
     files,

@@ -190,11 +190,25 @@ const blobIntents: Migration = {
   },
 };
 
+// Request rate limits counted in the database (src/security/rate-counter.ts), so a limit holds for
+// the whole cluster instead of once per instance.
+const rateLimits: Migration = {
+  async up(db: AnyDb) {
+    await db.schema
+      .createTable('rate_limits')
+      .addColumn('key', 'text', (c) => c.primaryKey())
+      .addColumn('count', 'integer', (c) => c.notNull())
+      .addColumn('window_end', 'bigint', (c) => c.notNull())
+      .execute();
+  },
+};
+
 const migrations = (dialect: Dialect): Record<string, Migration> => ({
   '0001_initial': initial(dialect),
   '0002_change_tokens_user': changeTokensByUser,
   '0004_files_blob_fingerprint': filesBlobFingerprint,
   '0012_blob_intents': blobIntents,
+  '0012_rate_limits': rateLimits,
 });
 
 class StaticProvider implements MigrationProvider {

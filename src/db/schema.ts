@@ -126,6 +126,13 @@ export interface BlobIntentsTable {
   touched_at: number;
 }
 
+export interface RateLimitsTable {
+  /** route + client address */
+  key: string;
+  count: number;
+  window_end: number;
+}
+
 export interface Database {
   users: UsersTable;
   revoked_tokens: RevokedTokensTable;
@@ -135,6 +142,7 @@ export interface Database {
   outbox: OutboxTable;
   change_tokens: ChangeTokensTable;
   blob_intents: BlobIntentsTable;
+  rate_limits: RateLimitsTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

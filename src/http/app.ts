@@ -14,6 +14,7 @@ import { AppError, type ErrorStatus, STATUS_TEXT } from '../errors.js';
 import { redactUrl } from '../logger.js';
 import type { Services } from '../services.js';
 import { errorEnvelope, oauthError } from './presenters.js';
+import { databaseRateLimitStore } from './rate-limit-store.js';
 import { authRoutes } from './routes/auth.js';
 import { fileRoutes } from './routes/files.js';
 import { portalRoutes } from './routes/portal.js';
@@ -147,6 +148,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(formbody);
   await app.register(rateLimit, {
     global: false,
+    // Counted in the shared database: the limits hold for the cluster (docs/deploy.md).
+    store: databaseRateLimitStore(services.rateCounter),
     errorResponseBuilder: (_req, ctx) =>
       new AppError(429, `rate limit: retry in ${Math.ceil(ctx.ttl / 1000)}s`),
   });
