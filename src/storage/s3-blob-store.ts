@@ -62,6 +62,9 @@ export class S3BlobStore implements BlobStore {
   private readonly queueSize: number;
 
   constructor(s: S3Settings) {
+    // The SDK warns on stderr that releases after January 2027 need Node 22; the pinned release
+    // supports Node 20, which Remessa still runs on (package.json pins the SDK to that line).
+    process.env['AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED'] ??= 'true';
     this.bucket = s.bucket;
     this.prefix = s.prefix;
     this.partSize = s.partSize ?? 8 * MiB;
