@@ -96,7 +96,7 @@ async function assemble(
   });
   const auth = new AuthService(db, userStore, audit, keys, clock, config);
   const rateCounter = new RateCounter(db, clock);
-  const blobs = opts.blobStore ?? createBlobStore(config);
+  const blobs = opts.blobStore ?? (await createBlobStore(config));
   await blobs.open();
   const fileStore = new FileStore(db, database.dialect);
   const intents = new IntentStore(db);

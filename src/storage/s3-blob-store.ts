@@ -22,6 +22,7 @@ import {
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
+import type { S3Config } from '../config.js';
 import { AppError } from '../errors.js';
 import {
   BLOB_KEY,
@@ -34,15 +35,8 @@ import {
 
 const MiB = 1024 * 1024;
 
-export interface S3Settings {
-  bucket: string;
-  prefix: string;
-  endpoint: string | null;
-  region: string;
-  forcePathStyle: boolean;
-  /** null: the SDK's default credential chain (AWS_* variables, profiles, instance roles). */
-  accessKeyId: string | null;
-  secretAccessKey: string | null;
+/** REMESSA_S3_* (config.ts), plus tuning the benchmarks and tests may change. */
+export interface S3Settings extends S3Config {
   /** Multipart part size and parts in flight (memory per upload ≈ partSize × (queueSize + 1)). */
   partSize?: number;
   queueSize?: number;
