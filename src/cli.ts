@@ -272,6 +272,32 @@ outbox
     });
   });
 
+program
+  .command('storage')
+  .description('file contents in the blob store')
+  .command('check')
+  .option('--fix', 'remove orphans (objects no file owns) older than an hour')
+  .option('--json', 'machine-readable output')
+  .description('verify every file has its object and report orphans; exit 1 when an object is missing')
+  .action(async (o: { fix?: boolean; json?: boolean }) => {
+    await withServices(async (s) => {
+      const r = await s.reconciler.check(Boolean(o.fix));
+      if (o.json) console.log(JSON.stringify(r));
+      else {
+        console.log(`storage: ${s.blobs.description}`);
+        console.log(`files: ${r.rows}  objects: ${r.objects}`);
+        for (const m of r.missing) console.log(`missing: ${m.key} (${m.problem})`);
+        for (const x of r.orphans)
+          console.log(`orphan: ${x.key} (written ${new Date(x.modifiedAt).toISOString()})`);
+        console.log(
+          `missing: ${r.missing.length}  orphans: ${r.orphans.length}  removed: ${r.removed}` +
+            `  crashed uploads cleared: ${r.intents}  partial writes removed: ${r.partial}`,
+        );
+      }
+      if (r.missing.length > 0) process.exitCode = 1;
+    });
+  });
+
 program.parseAsync(process.argv).catch((err: unknown) => {
   if (err instanceof ConfigError) {
     console.error(`remessa: configuration error: ${err.message}`);

@@ -35,6 +35,9 @@ export interface Config {
   sendfile: 'auto' | 'off';
   /** 'auto': uploads are written with O_DIRECT where the native module and the filesystem allow; 'off': through the page cache */
   directIo: 'auto' | 'off';
+  /** Where file contents live: the data dir, or an S3-compatible bucket (then `s3` is set). */
+  storage: 'local' | 's3';
+  s3: S3Config | null;
   /** A download whose client takes nothing for this long is cut off. */
   stallSeconds: number;
   sweepSeconds: number;
@@ -61,7 +64,47 @@ export interface Config {
   maxConnectionsPerAddress: number;
 }
 
+export interface S3Config {
+  bucket: string;
+  prefix: string;
+  endpoint: string | null;
+  region: string;
+  forcePathStyle: boolean;
+  accessKeyId: string | null;
+  secretAccessKey: string | null;
+}
+
 export class ConfigError extends Error {}
+
+function s3Config(r: Reader): S3Config {
+  const bucket = r.optional('REMESSA_S3_BUCKET');
+  if (!bucket) throw new ConfigError('REMESSA_STORAGE=s3 needs REMESSA_S3_BUCKET');
+  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket))
+    throw new ConfigError(`REMESSA_S3_BUCKET is not a valid bucket name: "${bucket}"`);
+  const endpoint = r.optional('REMESSA_S3_ENDPOINT');
+  if (endpoint !== null && !/^https?:\/\/[^/?#]+\/?$/.test(endpoint))
+    throw new ConfigError(
+      `REMESSA_S3_ENDPOINT must be an http(s) URL such as http://127.0.0.1:9000, got "${endpoint}"`,
+    );
+  const accessKeyId = r.optional('REMESSA_S3_ACCESS_KEY_ID');
+  const secretAccessKey = r.optional('REMESSA_S3_SECRET_ACCESS_KEY');
+  if ((accessKeyId === null) !== (secretAccessKey === null))
+    throw new ConfigError(
+      'REMESSA_S3_ACCESS_KEY_ID and REMESSA_S3_SECRET_ACCESS_KEY go together (or neither, for the AWS default credentials)',
+    );
+  const region = r.str('REMESSA_S3_REGION', 'us-east-1');
+  if (!/^[a-z0-9-]+$/.test(region))
+    throw new ConfigError(`REMESSA_S3_REGION is not a region name: "${region}"`);
+  return {
+    bucket,
+    prefix: r.str('REMESSA_S3_PREFIX', ''),
+    endpoint: endpoint?.replace(/\/$/, '') ?? null,
+    region,
+    forcePathStyle: r.bool('REMESSA_S3_FORCE_PATH_STYLE', endpoint !== null),
+    accessKeyId,
+    secretAccessKey,
+  };
+}
 
 type Source = Record<string, string | undefined>;
 
@@ -176,6 +219,7 @@ export function loadConfig(env: Source = process.env): Config {
     throw new ConfigError('REMESSA_SECRET must be at least 16 characters');
   const maxFileSizeRaw = r.optional('REMESSA_MAX_FILE_SIZE');
   const trustProxy = r.bool('REMESSA_TRUST_PROXY', false);
+  const storage = r.oneOf('REMESSA_STORAGE', ['local', 's3'] as const, 'local');
 
   return {
     port: r.int('REMESSA_PORT', 8080, 0, 65535),
@@ -198,6 +242,8 @@ export function loadConfig(env: Source = process.env): Config {
     verifyDownloads: r.oneOf('REMESSA_VERIFY_DOWNLOADS', ['changed', 'always'] as const, 'changed'),
     sendfile: r.oneOf('REMESSA_SENDFILE', ['auto', 'off'] as const, 'auto'),
     directIo: r.oneOf('REMESSA_DIRECT_IO', ['auto', 'off'] as const, 'auto'),
+    storage,
+    s3: storage === 's3' ? s3Config(r) : null,
     stallSeconds: r.int('REMESSA_STALL_SECONDS', 120, 1),
     sweepSeconds: r.int('REMESSA_SWEEP_SECONDS', 60, 1),
     recipientPin: r.bool('REMESSA_RECIPIENT_PIN', true),

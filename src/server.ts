@@ -44,10 +44,11 @@ export async function startServer(
       baseUrl: config.baseUrl,
       dataDir: config.dataDir,
       database: services.dialect,
+      storage: services.blobs.description,
       downloads: downloadPath(config.sendfile),
       uploads: uploadPath(config.directIo),
     },
-    'Remessa is serving',
+    `Remessa is serving; storage: ${services.blobs.description}`,
   );
   const workers = new Map(services.jobs.map((job) => [job.name, new PeriodicWorker(job, log)]));
   if (opts.startWorkers !== false) for (const w of workers.values()) w.start();

@@ -16,8 +16,12 @@ import { NotificationService } from './notify/notification-service.js';
 import { Templates } from './notify/templates.js';
 import { transportsFrom } from './notify/transports.js';
 import { Keys, loadOrCreateSecret } from './security/keys.js';
+import { RateCounter } from './security/rate-counter.js';
 import type { BlobStore } from './storage/blob-store.js';
-import { LocalBlobStore } from './storage/local-blob-store.js';
+import { createBlobStore } from './storage/blob-stores.js';
+import { BlobWriter } from './storage/blob-writer.js';
+import { IntentStore } from './storage/intent-store.js';
+import { StorageReconciler } from './storage/reconciler.js';
 import { UserService } from './users/user-service.js';
 import { UserStore } from './users/user-store.js';
 import type { BackgroundJob } from './worker.js';
@@ -32,7 +36,11 @@ export interface Services {
   audit: AuditLog;
   users: UserService;
   auth: AuthService;
+  /** Request rate limits, counted in the shared database. */
+  rateCounter: RateCounter;
   blobs: BlobStore;
+  /** Start-up recovery, the sweeper's storage pass and `remessa storage check`. */
+  reconciler: StorageReconciler;
   files: FileService;
   /** Persistent outbox: e-mail and SMS with retries (DESIGN §5). */
   notify: NotificationService;
@@ -49,6 +57,8 @@ export interface ServiceOptions {
   clock?: Clock;
   /** false: background jobs only run when a test calls runOnce() */
   startWorkers?: boolean;
+  /** Tests: a blob store to use instead of the configured one (e.g. a failing memory store). */
+  blobStore?: BlobStore;
 }
 
 export async function createServices(
@@ -85,11 +95,15 @@ async function assemble(
     passwordMinLength: config.passwordMinLength,
   });
   const auth = new AuthService(db, userStore, audit, keys, clock, config);
-  const blobs: BlobStore = new LocalBlobStore(config.dataDir, { directIo: config.directIo === 'auto' });
-  const orphans = await blobs.recover();
-  if (orphans > 0) log.warn({ orphans }, 'removed partial uploads left by a crash');
+  const rateCounter = new RateCounter(db, clock);
+  const blobs = opts.blobStore ?? (await createBlobStore(config));
+  await blobs.open();
   const fileStore = new FileStore(db, database.dialect);
-  const files = new FileService(db, fileStore, blobs, audit, users, keys, clock, config);
+  const intents = new IntentStore(db);
+  const reconciler = new StorageReconciler(blobs, intents, fileStore, clock, log);
+  await reconciler.reconcile();
+  const writer = new BlobWriter(blobs, intents, clock);
+  const files = new FileService(db, fileStore, writer, audit, users, keys, clock, config);
   const notify = new NotificationService(
     db,
     keys,
@@ -114,7 +128,8 @@ async function assemble(
   const secureLinks = new SecureLinks(db, files, users, notify, audit, keys, clock, config);
   const jobs: BackgroundJob[] = [
     { name: 'prune-revoked-tokens', intervalMs: 60 * 60 * 1000, run: () => auth.pruneRevoked() },
-    new FileSweeper(files, fileStore, blobs, audit, clock, log, config.sweepSeconds * 1000),
+    { name: 'prune-rate-limits', intervalMs: 60 * 60 * 1000, run: () => rateCounter.prune() },
+    new FileSweeper(files, fileStore, blobs, reconciler, audit, clock, log, config.sweepSeconds * 1000),
     notify.job(),
   ];
   return {
@@ -127,7 +142,9 @@ async function assemble(
     audit,
     users,
     auth,
+    rateCounter,
     blobs,
+    reconciler,
     files,
     notify,
     recovery,
@@ -135,6 +152,7 @@ async function assemble(
     jobs,
     async close() {
       await notify.stop();
+      blobs.close?.();
       await database.close();
     },
   };

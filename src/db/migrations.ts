@@ -172,10 +172,43 @@ const filesBlobFingerprint: Migration = {
   },
 };
 
+// Write intents (src/storage/blob-writer.ts): a row per blob being written, committed before the
+// blob can become visible and deleted in the transaction that records the file. What survives a
+// crash names exactly the blobs that may be orphans, for any number of instances on one store.
+const blobIntents: Migration = {
+  async up(db: AnyDb) {
+    const big = 'bigint' as const;
+    await db.schema
+      .createTable('blob_intents')
+      .addColumn('blob_key', 'text', (c) => c.primaryKey())
+      .addColumn('writer', 'text', (c) => c.notNull())
+      .addColumn('started_at', big, (c) => c.notNull())
+      .addColumn('touched_at', big, (c) => c.notNull())
+      .execute();
+    // Reconciliation asks which keys have a row.
+    await db.schema.createIndex('files_blob_key').on('files').column('blob_key').execute();
+  },
+};
+
+// Request rate limits counted in the database (src/security/rate-counter.ts), so a limit holds for
+// the whole cluster instead of once per instance.
+const rateLimits: Migration = {
+  async up(db: AnyDb) {
+    await db.schema
+      .createTable('rate_limits')
+      .addColumn('key', 'text', (c) => c.primaryKey())
+      .addColumn('count', 'integer', (c) => c.notNull())
+      .addColumn('window_end', 'bigint', (c) => c.notNull())
+      .execute();
+  },
+};
+
 const migrations = (dialect: Dialect): Record<string, Migration> => ({
   '0001_initial': initial(dialect),
   '0002_change_tokens_user': changeTokensByUser,
   '0004_files_blob_fingerprint': filesBlobFingerprint,
+  '0012_blob_intents': blobIntents,
+  '0012_rate_limits': rateLimits,
 });
 
 class StaticProvider implements MigrationProvider {

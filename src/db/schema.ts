@@ -118,6 +118,21 @@ export interface ChangeTokensTable {
   created_at: number;
 }
 
+export interface BlobIntentsTable {
+  blob_key: string;
+  /** host/pid/nonce of the writing process (src/storage/blob-writer.ts) */
+  writer: string;
+  started_at: number;
+  touched_at: number;
+}
+
+export interface RateLimitsTable {
+  /** route + client address */
+  key: string;
+  count: number;
+  window_end: number;
+}
+
 export interface Database {
   users: UsersTable;
   revoked_tokens: RevokedTokensTable;
@@ -126,6 +141,8 @@ export interface Database {
   links: LinksTable;
   outbox: OutboxTable;
   change_tokens: ChangeTokensTable;
+  blob_intents: BlobIntentsTable;
+  rate_limits: RateLimitsTable;
 }
 
 export type UserRow = Selectable<UsersTable>;
@@ -136,3 +153,4 @@ export type LinkRow = Selectable<LinksTable>;
 export type OutboxRow = Selectable<OutboxTable>;
 export type ChangeTokenRow = Selectable<ChangeTokensTable>;
 export type AuditRow = Selectable<AuditTable>;
+export type BlobIntentRow = Selectable<BlobIntentsTable>;

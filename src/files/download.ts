@@ -1,8 +1,8 @@
 // What a download needs from the domain, and what it reports back: the HTTP layer
 // (src/http/download-response.ts) sends the bytes; FileService does the bookkeeping.
-import type { FileHandle } from 'node:fs/promises';
+import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
-import type { BlobStat, ByteRange } from '../storage/blob-store.js';
+import type { BlobStat, ByteRange, DirectBody } from '../storage/blob-store.js';
 
 export interface DownloadOutcome {
   /** every byte of the whole file reached the client */
@@ -13,8 +13,11 @@ export interface DownloadOutcome {
 
 export interface BlobAccess {
   open(range?: ByteRange): Promise<Readable>;
-  /** A descriptor on the contents when sendfile(2) may be used for them (local store, not turned off). */
-  openFile?: () => Promise<FileHandle>;
+  /**
+   * The store's zero-copy body for `length` bytes from `offset` (local store: sendfile(2)), or
+   * null when it cannot serve this response; absent when the store has none.
+   */
+  directBody?: (res: ServerResponse, offset: number, length: number) => Promise<DirectBody | null>;
   stat(): Promise<BlobStat | null>;
   /** Called when the contents do not match the recorded length or hash. */
   corrupt(reason: string): Promise<void>;

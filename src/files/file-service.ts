@@ -9,7 +9,8 @@ import { type Db, isUniqueViolation } from '../db/database.js';
 import type { FileRow, LinkRow, UserRow } from '../db/schema.js';
 import { AppError, badRequest, unauthorized } from '../errors.js';
 import { type Keys, randomToken, sha256 } from '../security/keys.js';
-import type { BlobStore, StoredBlob } from '../storage/blob-store.js';
+import type { StoredBlob } from '../storage/blob-store.js';
+import type { BlobWriter } from '../storage/blob-writer.js';
 import type { UserService } from '../users/user-service.js';
 import type { BlobAccess, DownloadOutcome } from './download.js';
 import type { FileStore, FileWithLink, NewFile } from './file-store.js';
@@ -60,20 +61,14 @@ export class FileService {
   constructor(
     private readonly db: Db,
     readonly store: FileStore,
-    private readonly blobs: BlobStore,
+    private readonly writer: BlobWriter,
     private readonly audit: AuditLog,
     private readonly users: UserService,
     private readonly keys: Keys,
     private readonly clock: Clock,
     private readonly config: Pick<
       Config,
-      | 'linkDays'
-      | 'backupDays'
-      | 'maxFileSize'
-      | 'retireOnDownload'
-      | 'verifyDownloads'
-      | 'sendfile'
-      | 'stallSeconds'
+      'linkDays' | 'backupDays' | 'maxFileSize' | 'retireOnDownload' | 'verifyDownloads' | 'stallSeconds'
     >,
   ) {}
 
@@ -116,11 +111,12 @@ export class FileService {
 
   /** Access to a file's blob for the download response, reporting damage to the audit trail. */
   blobAccess(file: FileRow, remote: string | null): BlobAccess {
+    const blobs = this.writer.store;
+    const directBody = blobs.directBody?.bind(blobs);
     return {
-      open: (range) => this.blobs.read(file.blob_key, range),
-      openFile:
-        this.config.sendfile === 'auto' ? this.blobs.openFile?.bind(this.blobs, file.blob_key) : undefined,
-      stat: () => this.blobs.stat(file.blob_key),
+      open: (range) => blobs.read(file.blob_key, range),
+      directBody: directBody && ((res, offset, length) => directBody(file.blob_key, res, offset, length)),
+      stat: () => blobs.stat(file.blob_key),
       verified: (fingerprint) => this.store.setFingerprint(file.id, fingerprint),
       verify: this.config.verifyDownloads,
       stallSeconds: this.config.stallSeconds,
@@ -156,7 +152,7 @@ export class FileService {
         if (f.filename) sanitizeFileName(f.filename);
         written.push({
           filename: f.filename,
-          blob: await this.blobs.write(f.stream, { maxBytes: this.config.maxFileSize }),
+          blob: await this.writer.write(f.stream, this.config.maxFileSize),
         });
       }
       if (written.length === 0) throw badRequest('no file in the request');
@@ -171,7 +167,8 @@ export class FileService {
         names,
       );
     } catch (err) {
-      await Promise.all(written.map((w) => this.blobs.delete(w.blob.key).catch(() => {})));
+      // If this fails too, the intents stay and the reconciler finishes the job.
+      await this.writer.discard(written.map((w) => w.blob.key)).catch(() => {});
       await this.audit
         .record({
           event: 'upload.failed',
@@ -208,6 +205,10 @@ export class FileService {
             const file = await this.store.insertFile(trx, f);
             out.push({ file, ...(await this.createLink(trx, file.id, 'owner')) });
           }
+          await this.writer.settle(
+            trx,
+            blobs.map((b) => b.key),
+          );
           for (const hook of this.uploadHooks) await hook(trx, out, req);
           for (const s of out) {
             const detail = {

@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import type { Dialect } from '../db/migrations.js';
 import type { FileRow, LinkRow } from '../db/schema.js';
+import type { BlobCatalog } from '../storage/reconciler.js';
 import { numberedName } from './names.js';
 
 export type FileState = 'area' | 'backup' | 'purging';
@@ -42,7 +43,7 @@ export const PAGE_SIZE = 100;
 /** First key of the area advisory locks (the second is the owner id). */
 const AREA_LOCK = 0x52454d; // 'REM'
 
-export class FileStore {
+export class FileStore implements BlobCatalog {
   constructor(
     private readonly db: Db,
     private readonly dialect: Dialect,
@@ -266,6 +267,36 @@ export class FileStore {
       .set((eb) => ({ downloads: eb('downloads', '+', 1) }))
       .where('id', '=', linkId)
       .execute();
+  }
+
+  async owned(keys: string[]): Promise<Set<string>> {
+    const out = new Set<string>();
+    for (let i = 0; i < keys.length; i += 500) {
+      const rows = await this.db
+        .selectFrom('files')
+        .select('blob_key')
+        .where('blob_key', 'in', keys.slice(i, i + 500))
+        .execute();
+      for (const r of rows) out.add(r.blob_key);
+    }
+    return out;
+  }
+
+  /** Every file's blob, a page at a time (storage check). */
+  async *owners(): AsyncIterable<{ key: string; length: number; createdAt: number }> {
+    let after = 0;
+    for (;;) {
+      const rows = await this.db
+        .selectFrom('files')
+        .select(['id', 'blob_key', 'length', 'created_at'])
+        .where('id', '>', after)
+        .orderBy('id')
+        .limit(1000)
+        .execute();
+      for (const r of rows) yield { key: r.blob_key, length: r.length, createdAt: r.created_at };
+      if (rows.length < 1000) return;
+      after = rows[rows.length - 1]!.id;
+    }
   }
 }
 

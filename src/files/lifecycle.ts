@@ -1,10 +1,13 @@
 // The sweeper: retires files whose link validity ended (area → backup) and purges backup files
 // whose time is up (contents, then row). Every step is a conditional claim, so any number of
 // instances can run it at once without double work; a crash mid-purge is picked up again later.
+// Each pass also reconciles storage (storage/reconciler.ts): uploads left half-done by a crashed
+// instance, incomplete multipart uploads among them, are removed once their writer is dead.
 import type { AuditLog } from '../audit/audit-log.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import type { BlobStore } from '../storage/blob-store.js';
+import type { StorageReconciler } from '../storage/reconciler.js';
 import type { BackgroundJob } from '../worker.js';
 import type { FileService } from './file-service.js';
 import type { FileStore } from './file-store.js';
@@ -20,6 +23,7 @@ export class FileSweeper implements BackgroundJob {
     private readonly files: FileService,
     private readonly store: FileStore,
     private readonly blobs: BlobStore,
+    private readonly reconciler: StorageReconciler,
     private readonly audit: AuditLog,
     private readonly clock: Clock,
     private readonly log: Logger,
@@ -45,5 +49,6 @@ export class FileSweeper implements BackgroundJob {
       purged++;
     }
     if (retired || purged) this.log.info({ retired, purged }, 'file sweep');
+    await this.reconciler.reconcile();
   }
 }

@@ -15,6 +15,7 @@ import { redactUrl } from '../logger.js';
 import type { Services } from '../services.js';
 import { limitBodyTime, limitConnectionsPerAddress, rawErrorResponse } from './connection-limits.js';
 import { errorEnvelope, oauthError } from './presenters.js';
+import { databaseRateLimitStore } from './rate-limit-store.js';
 import { authRoutes } from './routes/auth.js';
 import { fileRoutes } from './routes/files.js';
 import { portalRoutes } from './routes/portal.js';
@@ -168,6 +169,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     // A client that reset the connection early has no address any more (the default generator
     // then threw a TypeError at error level): it is counted with the other address-less ones.
     keyGenerator: (request) => (request.ip ? normalizeIP(request.ip) : 'unknown'),
+    // Counted in the shared database: the limits hold for the cluster (docs/deploy.md).
+    store: databaseRateLimitStore(services.rateCounter),
     errorResponseBuilder: (_req, ctx) =>
       new AppError(429, `rate limit: retry in ${Math.ceil(ctx.ttl / 1000)}s`),
   });

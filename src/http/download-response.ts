@@ -8,7 +8,6 @@ import type { FileRow } from '../db/schema.js';
 import { AppError } from '../errors.js';
 import type { BlobAccess, DownloadOutcome } from '../files/download.js';
 import type { ByteRange } from '../storage/blob-store.js';
-import { canSendfile, SendfileBody } from './sendfile-body.js';
 
 /** With verify 'always', files up to this size are re-hashed before the first byte is sent. */
 const VERIFY_BEFORE_SEND = 16 * 1024 * 1024;
@@ -176,10 +175,10 @@ export async function sendStoredFile(
   const verifyInPassing = always && file.length > VERIFY_BEFORE_SEND ? file.sha256 : null;
   const res = reply.raw;
 
-  // The fast path: the kernel copies the file into the socket (plain HTTP, local store, and no
-  // hashing in passing, which needs the bytes).
-  if (!verifyInPassing && blob.openFile && canSendfile(res)) {
-    const body = new SendfileBody(res, await blob.openFile(), range?.start ?? 0, length);
+  // The fast path: the store moves the bytes into the socket itself (local store: sendfile(2), on
+  // plain HTTP), unless they must be hashed in passing.
+  const body = verifyInPassing ? null : await blob.directBody?.(res, range?.start ?? 0, length);
+  if (body) {
     return respond(
       reply,
       body,

@@ -1,6 +1,18 @@
-// Where file contents live. The metadata store never holds contents; it names them by key.
-// Local directory now; S3-compatible object storage is another implementation of this interface.
-import type { FileHandle } from 'node:fs/promises';
+// Where file contents live, behind one small interface. The metadata store never holds contents;
+// it names them by key. Adapters: local directory (local-blob-store.ts), S3-compatible object
+// storage (s3-blob-store.ts), memory for tests (memory-blob-store.ts); createBlobStore picks one
+// from the configuration (blob-stores.ts). Hashing and the byte limit are not the adapters' job:
+// BlobWriter (blob-writer.ts) wraps any store with them.
+//
+// The contract every adapter keeps (test/blob-store-contract.test.ts runs the same tests on all):
+// - put: an object becomes visible (stat, read, list) only whole, once put resolves; when put
+//   fails, whatever it wrote is gone, or at worst a partial write that listPartial reports and
+//   discardPartial removes (a crash leaves those: temp files, incomplete multipart uploads).
+// - delete is idempotent: deleting a missing key succeeds.
+// - stat answers null for a missing key; read of a missing key fails.
+// - errors of the store itself are plain Errors (the HTTP layer answers 500); only the byte limit
+//   is an AppError (413), raised by BlobWriter.
+import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 
 export interface StoredBlob {
@@ -24,20 +36,67 @@ export interface ByteRange {
   end: number;
 }
 
+/** A complete object as listed by the store. */
+export interface ListedBlob {
+  key: string;
+  /** ms since the epoch */
+  modifiedAt: number;
+  size: number;
+}
+
+/** A write that never completed: a temp file, an incomplete multipart upload. */
+export interface PartialWrite {
+  key: string;
+  startedAt: number;
+  /** Local: the writer's host and pid, so a dead process's leftovers go at once. */
+  writer?: { host: string; pid: number };
+  /** Adapter's own handle (temp file path, multipart upload id). */
+  ref: string;
+}
+
+/**
+ * A response body that moves the bytes into the socket without passing them through JavaScript
+ * (local store: sendfile(2)). `progress()` counts bytes sent so far; `settled` resolves with the
+ * final count once the store has let go of the contents.
+ */
+export interface DirectBody extends Readable {
+  progress(): number;
+  readonly settled: Promise<number>;
+}
+
 export interface BlobStore {
+  /** For the start-up log line, e.g. `local dir=/data` or `s3 bucket=b endpoint=http://…`. */
+  readonly description: string;
+  /** Prepares the store and checks it is reachable and writable; throws a clear Error otherwise. */
+  open(): Promise<void>;
+  /** Streams `source` into object `key`, durable and visible once this resolves. */
+  put(key: string, source: Readable): Promise<{ fingerprint: string }>;
   /**
-   * Streams `source` into a new blob and resolves once the contents are durable. Fails with a 413
-   * AppError past `maxBytes`; on any failure (limit, client abort, disk full) nothing is left behind.
+   * Optional optimisation of put: the store counts, limits (413) and hashes the bytes itself
+   * (local store with the native module: in the thread pool, beside O_DIRECT writes). BlobWriter
+   * uses it when present; the contract suite proves it answers as put behind BlobWriter does.
    */
-  write(source: Readable, opts: { maxBytes: number }): Promise<StoredBlob>;
+  putHashed?(key: string, source: Readable, maxBytes: number): Promise<Omit<StoredBlob, 'key'>>;
   /** Stream of the contents, or of one inclusive byte range. */
   read(key: string, range?: ByteRange): Promise<Readable>;
-  /** Local stores only: an open descriptor on the contents, for sendfile(2) downloads. */
-  openFile?(key: string): Promise<FileHandle>;
-  /** Current size and fingerprint, or null when the blob is missing. */
+  /**
+   * Optional optimisation of read for downloads: a body written straight into `res`'s socket, or
+   * null when that is not possible for this response (TLS, no native module).
+   */
+  directBody?(key: string, res: ServerResponse, offset: number, length: number): Promise<DirectBody | null>;
+  /** Current size and fingerprint, or null when the object is missing. */
   stat(key: string): Promise<BlobStat | null>;
   /** Idempotent. */
   delete(key: string): Promise<void>;
-  /** Prepares the store and removes partial writes left by a crashed process; returns how many. Run at start-up. */
-  recover(): Promise<number>;
+  /** Every complete object, in no particular order. */
+  list(): AsyncIterable<ListedBlob>;
+  /** Writes that never completed (a crash, or a write in progress right now). */
+  listPartial(): AsyncIterable<PartialWrite>;
+  /** Removes one partial write; idempotent. */
+  discardPartial(p: PartialWrite): Promise<void>;
+  /** Releases connections (S3 client sockets). */
+  close?(): void;
 }
+
+/** Blob keys: random, URL-safe, the same rule in every adapter. */
+export const BLOB_KEY = /^[A-Za-z0-9_-]{16,64}$/;

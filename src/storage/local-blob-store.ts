@@ -1,25 +1,28 @@
 // Blob store in a local directory: <dir>/blobs/ab/<key>, partial writes in <dir>/tmp.
 // A write goes to a temp file, is fsynced, then renamed into place and its directory fsynced, so a
-// blob either exists whole or not at all.
-import { randomBytes } from 'node:crypto';
+// blob either exists whole or not at all. Private optimisations, used only when the native module
+// is built: putHashed (hashing and O_DIRECT writes in the thread pool) and directBody (sendfile(2)).
 import { createReadStream } from 'node:fs';
-import { type FileHandle, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
+import type { ServerResponse } from 'node:http';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import type { BlobStat, BlobStore, ByteRange, StoredBlob } from './blob-store.js';
-import { type UploadWriteOptions, writeUpload } from './upload-sink.js';
+import { type NativeModule, nativeModule } from '../native.js';
+import {
+  BLOB_KEY,
+  type BlobStat,
+  type BlobStore,
+  type ByteRange,
+  type DirectBody,
+  type ListedBlob,
+  type PartialWrite,
+} from './blob-store.js';
+import { canSendfile, SendfileBody } from './sendfile-body.js';
+import { writeHashed, writePlain } from './upload-sink.js';
 
-const HOST = hostname().replace(/[^A-Za-z0-9-]/g, '_');
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+/** This machine's name as it appears in temp file names and write intents. */
+export const HOST = hostname().replace(/[^A-Za-z0-9-]/g, '_');
 
 async function fsyncPath(p: string, flags = 'r'): Promise<void> {
   const fh = await open(p, flags);
@@ -30,39 +33,70 @@ async function fsyncPath(p: string, flags = 'r'): Promise<void> {
   }
 }
 
+export interface LocalStoreOptions {
+  /** The native module; injectable so tests can run the plain paths on a machine that has it. */
+  native?: NativeModule | null;
+  /** Let the native writer use O_DIRECT (REMESSA_DIRECT_IO, default true). */
+  directIo?: boolean;
+  /** Downloads by sendfile(2) where possible (REMESSA_SENDFILE, default true). */
+  sendfile?: boolean;
+}
+
 export class LocalBlobStore implements BlobStore {
+  readonly description: string;
+  readonly putHashed?: BlobStore['putHashed'];
+  readonly directBody?: BlobStore['directBody'];
   private readonly blobDir: string;
   private readonly tmpDir: string;
 
-  /** `uploads`: how uploads are written (native module, O_DIRECT); writeUpload's defaults otherwise. */
-  constructor(
-    root: string,
-    private readonly uploads: UploadWriteOptions = {},
-  ) {
+  constructor(root: string, opts: LocalStoreOptions = {}) {
     this.blobDir = path.join(root, 'blobs');
     this.tmpDir = path.join(root, 'tmp');
+    this.description = `local dir=${root}`;
+    const native = opts.native === undefined ? nativeModule() : opts.native;
+    if (native) {
+      const directIo = opts.directIo ?? true;
+      this.putHashed = async (key, source, maxBytes) => {
+        const w = await this.writeVia(key, (fh) => writeHashed(source, fh, maxBytes, native, directIo));
+        return { length: w.bytes, sha256: w.sha256, fingerprint: w.fingerprint };
+      };
+    }
+    if (native && opts.sendfile !== false) {
+      this.directBody = (key, res, offset, length) => this.sendfileBody(key, res, offset, length);
+    }
   }
 
   private pathOf(key: string): string {
-    if (!/^[A-Za-z0-9_-]{16,64}$/.test(key)) throw new Error(`invalid blob key ${key}`);
+    if (!BLOB_KEY.test(key)) throw new Error(`invalid blob key ${key}`);
     return path.join(this.blobDir, key.slice(0, 2), key);
   }
 
-  async write(source: Readable, opts: { maxBytes: number }): Promise<StoredBlob> {
-    const key = randomBytes(18).toString('base64url');
-    // host.pid in the name lets recover() tell a crashed writer's file from a live one's.
+  async open(): Promise<void> {
+    await mkdir(this.blobDir, { recursive: true, mode: 0o700 });
+    await mkdir(this.tmpDir, { recursive: true, mode: 0o700 });
+  }
+
+  async put(key: string, source: Readable): Promise<{ fingerprint: string }> {
+    return this.writeVia(key, (fh) => writePlain(source, fh));
+  }
+
+  /** Temp file (named host.pid.key so a dead writer's leftovers are known), write, rename, fsync. */
+  private async writeVia<T>(
+    key: string,
+    write: (fh: Awaited<ReturnType<typeof open>>) => Promise<T>,
+  ): Promise<T & { fingerprint: string }> {
+    const final = this.pathOf(key);
     const tmp = path.join(this.tmpDir, `${HOST}.${process.pid}.${key}.part`);
     const fh = await open(tmp, 'wx', 0o600);
     try {
-      const { bytes, sha256 } = await writeUpload(source, fh, opts.maxBytes, this.uploads);
-      const final = this.pathOf(key);
+      const written = await write(fh);
       await mkdir(path.dirname(final), { recursive: true, mode: 0o700 });
       await rename(tmp, final);
       await fsyncPath(path.dirname(final));
       const st = await this.stat(key);
-      return { key, length: bytes, sha256, fingerprint: st!.fingerprint };
+      return { ...written, fingerprint: st!.fingerprint };
     } catch (err) {
-      // A no-op when the upload already closed it.
+      // A no-op when the write already closed it.
       await fh.close().catch(() => {});
       await unlink(tmp).catch(() => {});
       throw err;
@@ -70,12 +104,18 @@ export class LocalBlobStore implements BlobStore {
   }
 
   async read(key: string, range?: ByteRange): Promise<Readable> {
-    const fh = await this.openFile(key);
+    const fh = await open(this.pathOf(key), 'r');
     return createReadStream('', { fd: fh, start: range?.start, end: range?.end, highWaterMark: 1 << 20 });
   }
 
-  openFile(key: string): Promise<FileHandle> {
-    return open(this.pathOf(key), 'r');
+  private async sendfileBody(
+    key: string,
+    res: ServerResponse,
+    offset: number,
+    length: number,
+  ): Promise<DirectBody | null> {
+    if (!canSendfile(res)) return null;
+    return new SendfileBody(res, await open(this.pathOf(key), 'r'), offset, length);
   }
 
   async stat(key: string): Promise<BlobStat | null> {
@@ -94,26 +134,33 @@ export class LocalBlobStore implements BlobStore {
     });
   }
 
-  async recover(): Promise<number> {
-    await mkdir(this.blobDir, { recursive: true, mode: 0o700 });
-    await mkdir(this.tmpDir, { recursive: true, mode: 0o700 });
-    let removed = 0;
-    const dayAgo = Date.now() - 24 * 3600 * 1000;
-    for (const name of await readdir(this.tmpDir)) {
-      const file = path.join(this.tmpDir, name);
-      const m = /^(.+)\.(\d+)\.[A-Za-z0-9_-]+\.part$/.exec(name);
-      if (m && m[1] === HOST) {
-        // Ours or a live sibling process's: still being written.
-        const pid = Number(m[2]);
-        if (pid === process.pid || isAlive(pid)) continue;
-      } else if (m) {
-        // Another host sharing the directory: only files untouched for a day are surely orphans.
-        const st = await stat(file).catch(() => null);
-        if (!st || st.mtimeMs > dayAgo) continue;
+  async *list(): AsyncIterable<ListedBlob> {
+    for (const sub of await readdir(this.blobDir).catch(() => [])) {
+      for (const name of await readdir(path.join(this.blobDir, sub)).catch(() => [])) {
+        if (!BLOB_KEY.test(name)) continue;
+        const st = await stat(path.join(this.blobDir, sub, name)).catch(() => null);
+        if (st) yield { key: name, modifiedAt: st.mtimeMs, size: st.size };
       }
-      await unlink(file).catch(() => {});
-      removed++;
     }
-    return removed;
+  }
+
+  async *listPartial(): AsyncIterable<PartialWrite> {
+    for (const name of await readdir(this.tmpDir).catch(() => [])) {
+      const ref = path.join(this.tmpDir, name);
+      const st = await stat(ref).catch(() => null);
+      if (!st) continue;
+      const m = /^(.+)\.(\d+)\.([A-Za-z0-9_-]+)\.part$/.exec(name);
+      // A name not of ours (an editor's, an older version's) counts as an anonymous partial write.
+      yield m
+        ? { key: m[3]!, startedAt: st.mtimeMs, writer: { host: m[1]!, pid: Number(m[2]) }, ref }
+        : { key: '', startedAt: st.mtimeMs, ref };
+    }
+  }
+
+  async discardPartial(p: PartialWrite): Promise<void> {
+    if (path.dirname(p.ref) !== this.tmpDir) throw new Error(`not a partial write: ${p.ref}`);
+    await unlink(p.ref).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw err;
+    });
   }
 }

@@ -4,14 +4,13 @@
 // the page cache (O_DIRECT) where the filesystem allows; without it, a Transform hashes on the JS
 // thread in front of a write stream. Writes through the page cache start writeback early.
 // Figures: docs/benchmarks.md, findings 2 (writeback), 7 (hashing) and 8 (O_DIRECT).
-import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
-import { type Readable, Transform, type TransformCallback, Writable } from 'node:stream';
+import { type Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { AppError } from '../errors.js';
 import { received } from '../memory.js';
 import { type NativeModule, nativeError, nativeModule } from '../native.js';
+import { MeteredHash, tooLarge } from './metered.js';
 
 const MiB = 1024 * 1024;
 
@@ -19,8 +18,6 @@ export interface WrittenUpload {
   bytes: number;
   sha256: string;
 }
-
-const tooLarge = (max: number) => new AppError(413, `file larger than the limit of ${max} bytes`);
 
 /**
  * Starts writing a large upload to disk while it is still arriving, so that the fsync at the end
@@ -167,32 +164,6 @@ class NativeHashedSink extends Writable {
   }
 }
 
-/** JS path: counts and hashes bytes in passing; errors with 413 past the limit. */
-class MeteredHash extends Transform {
-  bytes = 0;
-  private readonly hash = createHash('sha256');
-  constructor(
-    private readonly maxBytes: number,
-    private readonly onBytes: (total: number) => void,
-  ) {
-    super();
-  }
-  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
-    this.bytes += chunk.length;
-    if (this.bytes > this.maxBytes) {
-      cb(tooLarge(this.maxBytes));
-      return;
-    }
-    this.hash.update(chunk);
-    this.onBytes(this.bytes);
-    received(chunk.length);
-    cb(null, chunk);
-  }
-  digest(): string {
-    return this.hash.digest('hex');
-  }
-}
-
 export interface UploadWriteOptions {
   /** The native module; injectable so tests can run the JS path on a machine that has it. */
   native?: NativeModule | null;
@@ -201,9 +172,49 @@ export interface UploadWriteOptions {
 }
 
 /**
- * Streams `source` into `fh` (a new, empty file) and makes it durable (fsync). On success `fh` is
- * closed; on failure it may still be open, and the caller closes it and removes the file.
+ * Native path: counts (413 past `maxBytes`), hashes and writes `source` into `fh` (a new, empty
+ * file) in the thread pool, and makes it durable (fsync). On success `fh` is closed; on failure it
+ * may still be open, and the caller closes it and removes the file.
  */
+export async function writeHashed(
+  source: Readable,
+  fh: FileHandle,
+  maxBytes: number,
+  native: NativeModule,
+  directIo: boolean,
+): Promise<WrittenUpload & { direct: boolean }> {
+  const sink = new NativeHashedSink(native, fh, maxBytes, directIo);
+  await pipeline(source, sink);
+  await fh.close();
+  return { bytes: sink.bytes, sha256: sink.digest(), direct: sink.direct };
+}
+
+/**
+ * Plain path: writes `source` (already counted and hashed upstream) into `fh` through the page
+ * cache with early writeback, and fsyncs. Same ownership rules as writeHashed.
+ */
+export async function writePlain(source: Readable, fh: FileHandle): Promise<number> {
+  const writeback = new EarlyWriteback(fh, null);
+  let total = 0;
+  try {
+    // The stream owns the handle: `flush` makes it fsync before it closes, and the pipeline only
+    // settles after that close. (With `autoClose: false` the stream keeps a reference on the
+    // FileHandle forever and a later `fh.close()` never settles on Node 20: uploads hung.)
+    const out = createWriteStream('', { fd: fh, highWaterMark: MiB, flush: true });
+    source.on('data', (chunk: Buffer) => {
+      total += chunk.length;
+      writeback.passed(total);
+    });
+    await pipeline(source, out);
+    await writeback.settle();
+    return total;
+  } catch (err) {
+    await writeback.settle().catch(() => {});
+    throw err;
+  }
+}
+
+/** Either path, as the local store takes it: the native one when the module is there. */
 export async function writeUpload(
   source: Readable,
   fh: FileHandle,
@@ -211,23 +222,9 @@ export async function writeUpload(
   opts: UploadWriteOptions = {},
 ): Promise<WrittenUpload & { direct: boolean }> {
   const native = opts.native === undefined ? nativeModule() : opts.native;
-  if (native) {
-    const sink = new NativeHashedSink(native, fh, maxBytes, opts.directIo ?? true);
-    await pipeline(source, sink);
-    await fh.close();
-    return { bytes: sink.bytes, sha256: sink.digest(), direct: sink.direct };
-  }
-  const writeback = new EarlyWriteback(fh, null);
-  try {
-    const meter = new MeteredHash(maxBytes, (total) => writeback.passed(total));
-    // The stream owns the handle: `flush` makes it fsync before it closes, and the pipeline only
-    // settles after that close. (With `autoClose: false` the stream keeps a reference on the
-    // FileHandle forever and a later `fh.close()` never settles on Node 20: uploads hung.)
-    await pipeline(source, meter, createWriteStream('', { fd: fh, highWaterMark: MiB, flush: true }));
-    await writeback.settle();
-    return { bytes: meter.bytes, sha256: meter.digest(), direct: false };
-  } catch (err) {
-    await writeback.settle().catch(() => {});
-    throw err;
-  }
+  if (native) return writeHashed(source, fh, maxBytes, native, opts.directIo ?? true);
+  const meter = new MeteredHash(maxBytes);
+  source.once('error', (err) => meter.destroy(err));
+  const bytes = await writePlain(source.pipe(meter), fh);
+  return { bytes, sha256: meter.digest(), direct: false };
 }

@@ -10,6 +10,7 @@ import { loadConfig } from '../../src/config.js';
 import type { UserRow } from '../../src/db/schema.js';
 import { createLogger } from '../../src/logger.js';
 import { type RunningServer, startServer } from '../../src/server.js';
+import type { BlobStore } from '../../src/storage/blob-store.js';
 import { eventually } from './peers.js';
 
 export interface TestServer {
@@ -84,6 +85,8 @@ export interface StartOptions {
   dataDir?: string;
   /** false: background jobs run only when the test calls server.workers.get(name).runOnce() */
   startWorkers?: boolean;
+  /** A blob store to use instead of the configured one (a failing memory store, say). */
+  blobStore?: BlobStore;
 }
 
 export async function startTestServer(opts: StartOptions = {}): Promise<TestServer> {
@@ -116,6 +119,7 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
     const server = await startServer(config, createLogger(config.logLevel, sink), {
       clock,
       startWorkers: opts.startWorkers,
+      blobStore: opts.blobStore,
     });
     return { origin, env, config, server };
   };

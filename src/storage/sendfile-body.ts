@@ -1,11 +1,13 @@
 // Download bodies sent by Linux sendfile(2): the kernel moves the file's pages into the socket and
 // no byte passes through JavaScript (native/sendfile.c). Measured in docs/benchmarks.md; why a
-// native module at all: docs/decisions.md. Without the module, downloads stream as before.
+// native module at all: docs/decisions.md. Without the module, downloads stream as before. A
+// private optimisation of the local store (LocalBlobStore.directBody): nothing above storage uses it.
 import type { FileHandle } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { nativeError, nativeModule } from '../native.js';
+import type { DirectBody } from './blob-store.js';
 
 const EMPTY = Buffer.alloc(0);
 
@@ -27,7 +29,7 @@ export function canSendfile(res: ServerResponse): boolean {
  * response finishes as usual. Destroying it (the client went away) stops the transfer and closes
  * the file.
  */
-export class SendfileBody extends Readable {
+export class SendfileBody extends Readable implements DirectBody {
   /** Bytes handed to the socket once `settled` resolves; see progress() before that. */
   sent = 0;
   /** Resolves when the native side is done with the file (at once if it never started). */

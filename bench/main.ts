@@ -1,0 +1,25 @@
+// `npm run bench [-- ARGS]`: the transfer benchmark (bench/transfer.ts) then, where an S3-compatible
+// store answers, its S3 rows (bench/s3.ts, same --size and --runs); `npm run bench -- s3` only
+// the S3 rows; `npm run bench -- scale` the scale-out benchmark (bench/scale.ts). Each runs as its
+// own process so each keeps its own deadline and clean-up.
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { s3Available } from '../test/helpers/s3.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const args = process.argv.slice(2);
+const run = (script: string, argv: string[]) =>
+  spawnSync(process.execPath, [path.join(here, script), ...argv], { stdio: 'inherit' }).status ?? 1;
+
+if (args[0] === 'scale') process.exit(run('scale.js', args.slice(1)));
+if (args[0] === 's3') process.exit(run('s3.js', args.slice(1)));
+let status = run('transfer.js', args);
+if (status === 0 && !args.includes('--help') && (await s3Available())) {
+  // The S3 rows take the same size and number of runs.
+  const keep: string[] = [];
+  for (let i = 0; i < args.length; i++)
+    if (args[i] === '--size' || args[i] === '--runs') keep.push(args[i]!, args[++i] ?? '');
+  status = run('s3.js', keep);
+}
+process.exit(status);

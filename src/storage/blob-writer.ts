@@ -1,0 +1,85 @@
+// Writes uploads into any BlobStore with the byte limit and SHA-256 around it, under a durable
+// write intent, so that a crash at any point leaves nothing the reconciler cannot name:
+//   1. intent row committed (key, writer = host/pid/nonce, times)
+//   2. blob streamed into the store (visible only once whole)
+//   3. the caller's transaction records the file rows and removes the intent (settle), or the
+//      blob is deleted and then the intent (discard)
+// An intent that survives names a blob (or partial write) whose row never committed. The
+// reconciler (reconciler.ts) removes them once their writer is known dead (same host, process
+// gone) or they have not been touched for an hour (any host): writers touch their intents every
+// few minutes, so a slow upload is never mistaken for a crashed one.
+import { randomBytes } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import type { Clock } from '../clock.js';
+import type { Db } from '../db/database.js';
+import type { BlobStore, StoredBlob } from './blob-store.js';
+import type { IntentStore } from './intent-store.js';
+import { HOST } from './local-blob-store.js';
+import { MeteredHash } from './metered.js';
+
+/** An intent untouched this long belongs to a dead writer, whatever its host. */
+export const STALE_MS = 60 * 60 * 1000;
+const TOUCH_MS = 5 * 60 * 1000;
+
+/** This process as a writer: host, pid, and a nonce that tells it from an earlier process with the same pid. */
+export const WRITER = `${HOST}/${process.pid}/${randomBytes(6).toString('hex')}`;
+
+export class BlobWriter {
+  private readonly inFlight = new Set<string>();
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    readonly store: BlobStore,
+    private readonly intents: IntentStore,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Streams `source` into a new blob under an intent; 413 AppError past `maxBytes`. */
+  async write(source: Readable, maxBytes: number): Promise<StoredBlob> {
+    const key = randomBytes(18).toString('base64url');
+    await this.intents.add(key, WRITER, this.clock.now());
+    this.track(key);
+    try {
+      if (this.store.putHashed) return { key, ...(await this.store.putHashed(key, source, maxBytes)) };
+      const meter = new MeteredHash(maxBytes);
+      source.once('error', (err) => meter.destroy(err));
+      const { fingerprint } = await this.store.put(key, source.pipe(meter));
+      return { key, length: meter.bytes, sha256: meter.digest(), fingerprint };
+    } catch (err) {
+      source.unpipe();
+      await this.discard([key]).catch(() => {});
+      throw err;
+    }
+  }
+
+  /**
+   * Inside the transaction that records the files: the blobs are now owned by their rows. Until
+   * then (a request's other files may take hours) their intents are kept touched.
+   */
+  settle(trx: Db, keys: string[]): Promise<void> {
+    for (const k of keys) this.untrack(k);
+    return this.intents.remove(keys, trx);
+  }
+
+  /** Removes written blobs whose rows will never exist: the blob first, then its intent. */
+  async discard(keys: string[]): Promise<void> {
+    for (const k of keys) this.untrack(k);
+    await Promise.all(keys.map((k) => this.store.delete(k)));
+    await this.intents.remove(keys);
+  }
+
+  private track(key: string): void {
+    this.inFlight.add(key);
+    this.timer ??= setInterval(() => {
+      this.intents.touch([...this.inFlight], this.clock.now()).catch(() => {});
+    }, TOUCH_MS).unref();
+  }
+
+  private untrack(key: string): void {
+    this.inFlight.delete(key);
+    if (this.inFlight.size === 0 && this.timer) {
+      clearInterval(this.timer);
+      this.timer = null;
+    }
+  }
+}

@@ -1,0 +1,35 @@
+// Persistence of write intents (table blob_intents): one row per blob being written. See
+// blob-writer.ts for the protocol and reconciler.ts for what happens to the rows a crash leaves.
+import type { Db } from '../db/database.js';
+import type { BlobIntentRow } from '../db/schema.js';
+
+export class IntentStore {
+  constructor(private readonly db: Db) {}
+
+  /** Committed on its own, before the first byte of the blob is written. */
+  async add(key: string, writer: string, now: number): Promise<void> {
+    await this.db
+      .insertInto('blob_intents')
+      .values({ blob_key: key, writer, started_at: now, touched_at: now })
+      .execute();
+  }
+
+  /** Removes intents; inside the transaction that records the files, or after a discard. */
+  async remove(keys: string[], trx: Db = this.db): Promise<void> {
+    if (keys.length > 0) await trx.deleteFrom('blob_intents').where('blob_key', 'in', keys).execute();
+  }
+
+  /** Marks writes still in progress as alive (long uploads outlive the staleness threshold). */
+  async touch(keys: string[], now: number): Promise<void> {
+    if (keys.length > 0)
+      await this.db
+        .updateTable('blob_intents')
+        .set({ touched_at: now })
+        .where('blob_key', 'in', keys)
+        .execute();
+  }
+
+  async all(): Promise<BlobIntentRow[]> {
+    return this.db.selectFrom('blob_intents').selectAll().execute();
+  }
+}

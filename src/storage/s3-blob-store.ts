@@ -1,0 +1,220 @@
+// Blob store in an S3-compatible bucket (AWS S3, Ceph RGW, MinIO…), through the AWS SDK v3.
+// Objects are `<prefix><key>`. Uploads stream through @aws-sdk/lib-storage: one PutObject for a
+// small body, a multipart upload of 8 MiB parts (4 in flight, so at most ~40 MiB buffered) for a
+// large one; on any failure the multipart upload is aborted, so nothing partial stays (a crash is
+// the exception: listPartial/discardPartial and the reconciler handle those). An object is only
+// visible once complete: S3 never shows an unfinished multipart upload.
+// With non-AWS stores the SDK's default checksums (aws-chunked trailers) are refused by some
+// gateways (Ceph 16 answers 411): checksums are sent only when the operation requires them.
+
+import { randomBytes } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import {
+  AbortMultipartUploadCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+  type S3ClientConfig,
+} from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import type { S3Config } from '../config.js';
+import { AppError } from '../errors.js';
+import {
+  BLOB_KEY,
+  type BlobStat,
+  type BlobStore,
+  type ByteRange,
+  type ListedBlob,
+  type PartialWrite,
+} from './blob-store.js';
+
+const MiB = 1024 * 1024;
+
+/** REMESSA_S3_* (config.ts), plus tuning the benchmarks and tests may change. */
+export interface S3Settings extends S3Config {
+  /** Multipart part size and parts in flight (memory per upload ≈ partSize × (queueSize + 1)). */
+  partSize?: number;
+  queueSize?: number;
+}
+
+function isNotFound(err: unknown): boolean {
+  const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
+  return e.name === 'NotFound' || e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404;
+}
+
+export class S3BlobStore implements BlobStore {
+  readonly description: string;
+  readonly client: S3Client;
+  private readonly bucket: string;
+  private readonly prefix: string;
+  private readonly partSize: number;
+  private readonly queueSize: number;
+
+  constructor(s: S3Settings) {
+    // The SDK warns on stderr that releases after January 2027 need Node 22; the pinned release
+    // supports Node 20, which Remessa still runs on (package.json pins the SDK to that line).
+    process.env['AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED'] ??= 'true';
+    this.bucket = s.bucket;
+    this.prefix = s.prefix;
+    this.partSize = s.partSize ?? 8 * MiB;
+    this.queueSize = s.queueSize ?? 4;
+    this.description = `s3 bucket=${s.bucket} endpoint=${s.endpoint ?? 'aws'}${s.prefix ? ` prefix=${s.prefix}` : ''}`;
+    const cfg: S3ClientConfig = {
+      region: s.region,
+      forcePathStyle: s.forcePathStyle,
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+      // Uploads and downloads run side by side; the default of 50 sockets queues them.
+      requestHandler: { httpAgent: { maxSockets: 256 }, httpsAgent: { maxSockets: 256 } },
+    };
+    if (s.endpoint) cfg.endpoint = s.endpoint;
+    if (s.accessKeyId && s.secretAccessKey)
+      cfg.credentials = { accessKeyId: s.accessKeyId, secretAccessKey: s.secretAccessKey };
+    this.client = new S3Client(cfg);
+  }
+
+  private objectKey(key: string): string {
+    if (!BLOB_KEY.test(key)) throw new Error(`invalid blob key ${key}`);
+    return this.prefix + key;
+  }
+
+  /** Reachable and writable: the bucket answers, and a probe object can be written and removed (503 otherwise). */
+  async open(): Promise<void> {
+    const where = `S3 bucket "${this.bucket}" (${this.description})`;
+    try {
+      await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }));
+    } catch (err) {
+      throw new AppError(503, `${where} is not reachable: ${describe(err)}`);
+    }
+    // The probe's name has a dot, which no blob key has, so list() never sees it.
+    const probe = `${this.prefix}.remessa-probe-${randomBytes(8).toString('hex')}`;
+    try {
+      await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: probe, Body: 'probe' }));
+      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: probe }));
+    } catch (err) {
+      throw new AppError(503, `${where} is not writable: ${describe(err)}`);
+    }
+  }
+
+  async put(key: string, source: Readable): Promise<{ fingerprint: string }> {
+    const upload = new Upload({
+      client: this.client,
+      params: { Bucket: this.bucket, Key: this.objectKey(key), Body: source },
+      partSize: this.partSize,
+      queueSize: this.queueSize,
+      leavePartsOnError: false,
+    });
+    // lib-storage reads the body through its async iterator, which ends quietly when the stream
+    // is destroyed: the source's error must fail the upload, or a cut-off body would be stored.
+    let sourceError: unknown = null;
+    const onError = (err: unknown) => {
+      sourceError ??= err;
+      void upload.abort().catch(() => {});
+    };
+    source.once('error', onError);
+    try {
+      await upload.done();
+      if (sourceError) throw sourceError;
+    } catch (err) {
+      // done() aborts the multipart upload itself on failure; a single PutObject stores nothing.
+      await this.delete(key).catch(() => {});
+      throw sourceError ?? err;
+    } finally {
+      source.off('error', onError);
+    }
+    // CompleteMultipartUpload's ETag is empty on some gateways (Ceph): ask for the real one.
+    const st = await this.stat(key);
+    if (!st) throw new Error(`S3 object ${key} missing right after it was written`);
+    return { fingerprint: st.fingerprint };
+  }
+
+  async read(key: string, range?: ByteRange): Promise<Readable> {
+    const r = await this.client.send(
+      new GetObjectCommand({
+        Bucket: this.bucket,
+        Key: this.objectKey(key),
+        Range: range ? `bytes=${range.start}-${range.end}` : undefined,
+      }),
+    );
+    return r.Body as Readable;
+  }
+
+  async stat(key: string): Promise<BlobStat | null> {
+    try {
+      const r = await this.client.send(
+        new HeadObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key) }),
+      );
+      return { size: r.ContentLength ?? 0, fingerprint: r.ETag ?? '' };
+    } catch (err) {
+      if (isNotFound(err)) return null;
+      throw err;
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    // S3 answers 204 for a missing key too: idempotent as it is.
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key) }));
+  }
+
+  async *list(): AsyncIterable<ListedBlob> {
+    let token: string | undefined;
+    do {
+      const r = await this.client.send(
+        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.prefix, ContinuationToken: token }),
+      );
+      for (const o of r.Contents ?? []) {
+        const key = (o.Key ?? '').slice(this.prefix.length);
+        if (BLOB_KEY.test(key)) yield { key, modifiedAt: o.LastModified?.getTime() ?? 0, size: o.Size ?? 0 };
+      }
+      token = r.IsTruncated ? r.NextContinuationToken : undefined;
+    } while (token);
+  }
+
+  async *listPartial(): AsyncIterable<PartialWrite> {
+    let keyMarker: string | undefined;
+    let uploadIdMarker: string | undefined;
+    for (;;) {
+      const r = await this.client.send(
+        new ListMultipartUploadsCommand({
+          Bucket: this.bucket,
+          Prefix: this.prefix,
+          KeyMarker: keyMarker,
+          UploadIdMarker: uploadIdMarker,
+        }),
+      );
+      for (const u of r.Uploads ?? []) {
+        const key = (u.Key ?? '').slice(this.prefix.length);
+        if (BLOB_KEY.test(key) && u.UploadId)
+          yield { key, startedAt: u.Initiated?.getTime() ?? 0, ref: u.UploadId };
+      }
+      if (!r.IsTruncated) return;
+      keyMarker = r.NextKeyMarker;
+      uploadIdMarker = r.NextUploadIdMarker;
+    }
+  }
+
+  async discardPartial(p: PartialWrite): Promise<void> {
+    try {
+      await this.client.send(
+        new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: this.objectKey(p.key), UploadId: p.ref }),
+      );
+    } catch (err) {
+      if ((err as { name?: string }).name !== 'NoSuchUpload' && !isNotFound(err)) throw err;
+    }
+  }
+
+  close(): void {
+    this.client.destroy();
+  }
+}
+
+function describe(err: unknown): string {
+  const e = err as { name?: string; message?: string; $metadata?: { httpStatusCode?: number } };
+  const status = e.$metadata?.httpStatusCode;
+  return `${e.name ?? 'Error'}${status ? ` (HTTP ${status})` : ''}${e.message && e.message !== e.name ? `: ${e.message}` : ''}`;
+}
