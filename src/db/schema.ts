@@ -83,7 +83,7 @@ export interface LinksTable {
 
 export interface OutboxTable {
   id: Generated<number>;
-  /** 'email' | 'sms' */
+  /** 'email' | 'sms' | 'webhook' */
   channel: string;
   recipient: string;
   /** message kind, e.g. 'file-link', 'download-pin', 'password-pin' */
@@ -101,6 +101,23 @@ export interface OutboxTable {
   user_name: string | null;
   created_at: number;
   sent_at: number | null;
+  /** when the last delivery attempt ended (null before the first, and for rows from before it existed) */
+  last_attempt_at: number | null;
+}
+
+export interface WebhooksTable {
+  id: Generated<number>;
+  /** the subscriber: gets only events about files they own or uploaded, and about themselves */
+  user_id: number;
+  url: string;
+  /** signing secret, sealed with the server secret (it must be read back to sign) */
+  secret_sealed: string;
+  /** comma-separated event types, or '*' for all */
+  events: string;
+  enabled: number;
+  /** why it stopped, e.g. 'receiver answered 410 Gone' */
+  disabled_reason: string | null;
+  created_at: number;
 }
 
 export interface ChangeTokensTable {
@@ -126,6 +143,7 @@ export interface Database {
   links: LinksTable;
   outbox: OutboxTable;
   change_tokens: ChangeTokensTable;
+  webhooks: WebhooksTable;
 }
 
 export type UserRow = Selectable<UsersTable>;
@@ -136,3 +154,4 @@ export type LinkRow = Selectable<LinksTable>;
 export type OutboxRow = Selectable<OutboxTable>;
 export type ChangeTokenRow = Selectable<ChangeTokensTable>;
 export type AuditRow = Selectable<AuditTable>;
+export type WebhookRow = Selectable<WebhooksTable>;

@@ -15,10 +15,12 @@ import { redactUrl } from '../logger.js';
 import type { Services } from '../services.js';
 import { errorEnvelope, oauthError } from './presenters.js';
 import { authRoutes } from './routes/auth.js';
+import { deliveryRoutes } from './routes/delivery.js';
 import { fileRoutes } from './routes/files.js';
 import { portalRoutes } from './routes/portal.js';
 import { recoveryRoutes } from './routes/recovery.js';
 import { secureLinkRoutes } from './routes/secure-links.js';
+import { webhookRoutes } from './routes/webhooks.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -175,6 +177,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       await api.register(recoveryRoutes);
       await api.register(fileRoutes);
       await api.register(secureLinkRoutes);
+      await api.register(deliveryRoutes);
+      await api.register(webhookRoutes);
     },
     { prefix: config.apiPath },
   );

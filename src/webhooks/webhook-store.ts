@@ -1,0 +1,80 @@
+// Persistence of per-user webhook subscriptions (table `webhooks`).
+import type { Db } from '../db/database.js';
+import type { WebhookRow } from '../db/schema.js';
+
+export interface NewWebhook {
+  userId: number;
+  url: string;
+  secretSealed: string;
+  /** comma-separated event types, or '*' */
+  events: string;
+  createdAt: number;
+}
+
+export class WebhookStore {
+  constructor(private readonly db: Db) {}
+
+  insert(w: NewWebhook): Promise<WebhookRow> {
+    return this.db
+      .insertInto('webhooks')
+      .values({
+        user_id: w.userId,
+        url: w.url,
+        secret_sealed: w.secretSealed,
+        events: w.events,
+        enabled: 1,
+        disabled_reason: null,
+        created_at: w.createdAt,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  }
+
+  byId(id: number): Promise<WebhookRow | undefined> {
+    return this.db.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  /** Every subscription, or one user's, oldest first. */
+  list(userId?: number): Promise<WebhookRow[]> {
+    let q = this.db.selectFrom('webhooks').selectAll();
+    if (userId !== undefined) q = q.where('user_id', '=', userId);
+    return q.orderBy('id').execute();
+  }
+
+  async countOf(userId: number): Promise<number> {
+    const row = await this.db
+      .selectFrom('webhooks')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('user_id', '=', userId)
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  /** The enabled subscriptions of these users; `db` may be the caller's transaction. */
+  enabledFor(db: Db, userIds: number[]): Promise<WebhookRow[]> {
+    if (userIds.length === 0) return Promise.resolve([]);
+    return db
+      .selectFrom('webhooks')
+      .selectAll()
+      .where('user_id', 'in', userIds)
+      .where('enabled', '=', 1)
+      .orderBy('id')
+      .execute();
+  }
+
+  /** Removes a subscription (only the given user's, when a user is given); false if none was. */
+  async remove(id: number, userId?: number): Promise<boolean> {
+    let q = this.db.deleteFrom('webhooks').where('id', '=', id);
+    if (userId !== undefined) q = q.where('user_id', '=', userId);
+    const res = await q.executeTakeFirst();
+    return Number(res.numDeletedRows) === 1;
+  }
+
+  async disable(id: number, reason: string): Promise<void> {
+    await this.db
+      .updateTable('webhooks')
+      .set({ enabled: 0, disabled_reason: reason })
+      .where('id', '=', id)
+      .execute();
+  }
+}
