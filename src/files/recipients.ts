@@ -21,7 +21,7 @@ import type { FileService, FileWithToken, Recipients, UploadRequest } from './fi
 import type { FileStore, FileWithLink } from './file-store.js';
 import { addressOf } from './tracking.js';
 
-/** One resend per recipient per this long (the first message counts too). */
+/** After a message went out, the next resend waits this long (a failed one can be resent at once). */
 export const RESEND_SECONDS = 60;
 
 /**
@@ -120,7 +120,8 @@ export class RecipientNotifier {
   /**
    * The sender asks for a recipient's message again (a failed one, or one that never arrived).
    * `to` is the recipient's address or their id in `recipients`. Unknown → 404; the file no longer
-   * in the area, or its message still being sent → 409; within RESEND_SECONDS of the last → 429.
+   * in the area, or its message still being sent → 409; within RESEND_SECONDS of the last message
+   * unless that one failed → 429.
    */
   async resend(owned: FileWithLink, to: string, remote: string | null): Promise<LinkRow> {
     const { file } = owned;
@@ -155,7 +156,11 @@ export class RecipientNotifier {
         .orderBy('id', 'desc')
         .executeTakeFirst();
       if (last?.status === 'pending') throw new AppError(409, 'the message is still being sent');
-      const wait = last ? Math.ceil((last.created_at + RESEND_SECONDS * 1000 - this.clock.now()) / 1000) : 0;
+      // A failed message may be sent again at once; one that went out, once a minute at most.
+      const wait =
+        last && last.status !== 'failed'
+          ? Math.ceil((last.created_at + RESEND_SECONDS * 1000 - this.clock.now()) / 1000)
+          : 0;
       if (wait > 0) {
         throw new AppError(429, `sent less than ${RESEND_SECONDS}s ago; retry in ${wait}s`, {
           'Retry-After': String(wait),
