@@ -2,9 +2,13 @@
 // every type arrive in order per file and exactly once per event id, across a receiver outage of
 // a minute and a restart of Remessa; private targets are refused; 410 disables a subscription.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { lookup } from 'node:dns/promises';
-import { hostname } from 'node:os';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { hostname, tmpdir } from 'node:os';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { verifySignature } from '../src/webhooks/signature.js';
 import { isPrivateAddress } from '../src/webhooks/url-safety.js';
 import { type CapturedRequest, HttpPeer, MailSink } from './helpers/peers.js';
@@ -97,9 +101,6 @@ describe('webhooks: every event, signed, in order, once', () => {
       REMESSA_WEBHOOK_SECRET: GLOBAL_SECRET,
       REMESSA_WEBHOOK_ALLOW_PRIVATE: 'true',
     };
-    const { mkdtemp } = await import('node:fs/promises');
-    const { tmpdir } = await import('node:os');
-    const path = await import('node:path');
     dataDir.path = await mkdtemp(path.join(tmpdir(), 'remessa-webhooks-'));
     t = await startTestServer({ env, dataDir: dataDir.path, startWorkers: false });
     await t.createUser('alice', 'alice-password', { email: 'alice@example.com', lang: 'en' });
@@ -107,7 +108,6 @@ describe('webhooks: every event, signed, in order, once', () => {
   });
   after(async () => {
     await closeAll(t, mail, sms, global, own, async () => {
-      const { rm } = await import('node:fs/promises');
       if (dataDir.path) await rm(dataDir.path, { recursive: true, force: true });
     });
     const logs = [...earlierLogs, ...(t?.logs ?? [])].join('\n');
@@ -508,5 +508,85 @@ describe('webhooks: safety', () => {
     } finally {
       await onPrem.close();
     }
+  });
+});
+
+describe('webhooks: the CLI', () => {
+  let t: TestServer;
+  let receiver: HttpPeer;
+
+  before(async () => {
+    receiver = await HttpPeer.start();
+    t = await startTestServer({ env: { REMESSA_WEBHOOK_ALLOW_PRIVATE: 'true' }, startWorkers: false });
+    await t.createUser('erin', 'erin-password');
+  });
+  after(async () => {
+    await closeAll(t, receiver);
+  });
+
+  /** `node bin/remessa.js …` on the running server's data dir and settings. */
+  const remessa = (args: string[], extra: Record<string, string> = {}) =>
+    new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+      const env: NodeJS.ProcessEnv = {};
+      for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('REMESSA_')) env[k] = v;
+      const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+      const child = spawn(process.execPath, ['bin/remessa.js', ...args], {
+        cwd: root,
+        env: { ...env, ...t.env, ...extra },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.setEncoding('utf8').on('data', (d: string) => {
+        stdout += d;
+      });
+      child.stderr.setEncoding('utf8').on('data', (d: string) => {
+        stderr += d;
+      });
+      child.once('error', reject);
+      child.once('close', (code) => resolve({ code, stdout, stderr }));
+    });
+
+  test('add, list and remove a subscription; the server delivers to it', async () => {
+    const added = await remessa([
+      'webhook',
+      'add',
+      'erin',
+      `${receiver.url}/erin`,
+      '--events',
+      'file.uploaded',
+      '--json',
+    ]);
+    assert.equal(added.code, 0, added.stderr);
+    const hook = JSON.parse(added.stdout) as { id: number; secret: string; user: string; events: string[] };
+    assert.equal(hook.user, 'erin');
+    assert.deepEqual(hook.events, ['file.uploaded']);
+
+    await upload(t, basic('erin', 'erin-password'), 'cli.txt');
+    await t.server.workers.get('outbox')!.runOnce();
+    assert.equal(receiver.requests.length, 1);
+    assert.equal(eventOf(receiver.requests[0]!, hook.secret, t.clock.now()).type, 'file.uploaded');
+
+    const list = await remessa(['webhook', 'list', 'erin']);
+    assert.equal(list.code, 0);
+    assert.match(
+      list.stdout,
+      new RegExp(`^ +${hook.id}  erin  ${receiver.url}/erin  file\\.uploaded  enabled\\n$`),
+    );
+    assert.ok(!list.stdout.includes(hook.secret));
+
+    const refused = await remessa(['webhook', 'add', 'erin', 'http://10.0.0.1/hook'], {
+      REMESSA_WEBHOOK_ALLOW_PRIVATE: 'false',
+    });
+    assert.equal(refused.code, 1);
+    assert.equal(
+      refused.stderr.trim(),
+      'remessa: url: loopback, link-local and private addresses are refused (REMESSA_WEBHOOK_ALLOW_PRIVATE)',
+    );
+
+    const removed = await remessa(['webhook', 'remove', String(hook.id)]);
+    assert.equal(removed.code, 0);
+    assert.equal(removed.stdout, `removed webhook ${hook.id}\n`);
+    assert.equal((await remessa(['webhook', 'list'])).stdout, 'no webhooks\n');
   });
 });
