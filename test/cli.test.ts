@@ -1,52 +1,15 @@
 // The `remessa` command line, run as a user runs it (`node bin/remessa.js …`, `npx remessa`), with
 // a real server sharing the same data dir to prove that what the CLI does is what the API sees.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import type { UserRow } from '../src/db/schema.js';
+import { ROOT, run } from './helpers/cli.js';
 import { basic, call, closeAll, startTestServer, type TestServer } from './helpers/server.js';
 
-// dist/test/cli.test.js → the repository root.
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const SECRET = 'cli-test-secret-cli-test-secret';
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** The environment of the test process without any REMESSA_* setting of its own. */
-function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('REMESSA_')) env[k] = v;
-  return { ...env, ...extra };
-}
-
-function run(
-  command: string,
-  args: string[],
-  opts: { env: Record<string, string>; stdin?: string },
-): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: ROOT, env: cleanEnv(opts.env), stdio: 'pipe' });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => {
-      stdout += d;
-    });
-    child.stderr.setEncoding('utf8').on('data', (d: string) => {
-      stderr += d;
-    });
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(opts.stdin ?? '');
-  });
-}
 
 describe('remessa CLI', () => {
   let dataDir: string;

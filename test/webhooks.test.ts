@@ -2,15 +2,14 @@
 // every type arrive in order per file and exactly once per event id, across a receiver outage of
 // a minute and a restart of Remessa; private targets are refused; 410 disables a subscription.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { lookup } from 'node:dns/promises';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { verifySignature } from '../src/webhooks/signature.js';
 import { isPrivateAddress } from '../src/webhooks/url-safety.js';
+import { run } from './helpers/cli.js';
 import { type CapturedRequest, HttpPeer, MailSink } from './helpers/peers.js';
 import {
   basic,
@@ -526,26 +525,7 @@ describe('webhooks: the CLI', () => {
 
   /** `node bin/remessa.js …` on the running server's data dir and settings. */
   const remessa = (args: string[], extra: Record<string, string> = {}) =>
-    new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      const env: NodeJS.ProcessEnv = {};
-      for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('REMESSA_')) env[k] = v;
-      const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-      const child = spawn(process.execPath, ['bin/remessa.js', ...args], {
-        cwd: root,
-        env: { ...env, ...t.env, ...extra },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.setEncoding('utf8').on('data', (d: string) => {
-        stdout += d;
-      });
-      child.stderr.setEncoding('utf8').on('data', (d: string) => {
-        stderr += d;
-      });
-      child.once('error', reject);
-      child.once('close', (code) => resolve({ code, stdout, stderr }));
-    });
+    run(process.execPath, ['bin/remessa.js', ...args], { env: { ...t.env, ...extra } });
 
   test('add, list and remove a subscription; the server delivers to it', async () => {
     const added = await remessa([

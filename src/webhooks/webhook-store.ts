@@ -50,15 +50,20 @@ export class WebhookStore {
     return Number(row.n);
   }
 
-  /** The enabled subscriptions of these users; `db` may be the caller's transaction. */
+  /**
+   * The enabled subscriptions of these users, as long as the user exists and is enabled (a
+   * disabled or removed account's receivers hear nothing more); `db` may be a transaction.
+   */
   enabledFor(db: Db, userIds: number[]): Promise<WebhookRow[]> {
     if (userIds.length === 0) return Promise.resolve([]);
     return db
       .selectFrom('webhooks')
-      .selectAll()
-      .where('user_id', 'in', userIds)
-      .where('enabled', '=', 1)
-      .orderBy('id')
+      .innerJoin('users', 'users.id', 'webhooks.user_id')
+      .selectAll('webhooks')
+      .where('webhooks.user_id', 'in', userIds)
+      .where('webhooks.enabled', '=', 1)
+      .where('users.enabled', '=', 1)
+      .orderBy('webhooks.id')
       .execute();
   }
 
