@@ -60,6 +60,12 @@ export interface Config {
   webhookMaxAttempts: number;
   logLevel: string;
   trustProxy: boolean;
+  /** A request body that brings no byte for this long is answered 408 and its connection closed. */
+  bodyTimeoutSeconds: number;
+  /** Whole-body limit for routes that read a small body before authenticating (token, login…). */
+  smallBodySeconds: number;
+  /** Open connections one peer address may hold (0: no limit). */
+  maxConnectionsPerAddress: number;
 }
 
 export class ConfigError extends Error {}
@@ -182,6 +188,7 @@ export function loadConfig(env: Source = process.env): Config {
     // Unsigned deliveries could be forged by anyone who learns the URL: refuse to start instead.
     throw new ConfigError('REMESSA_WEBHOOK_URL needs REMESSA_WEBHOOK_SECRET (at least 16 characters)');
   }
+  const trustProxy = r.bool('REMESSA_TRUST_PROXY', false);
 
   return {
     port: r.int('REMESSA_PORT', 8080, 0, 65535),
@@ -228,6 +235,10 @@ export function loadConfig(env: Source = process.env): Config {
       ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const,
       'info',
     ),
-    trustProxy: r.bool('REMESSA_TRUST_PROXY', false),
+    trustProxy,
+    bodyTimeoutSeconds: r.int('REMESSA_BODY_TIMEOUT_SECONDS', 30, 1, 3600),
+    smallBodySeconds: r.int('REMESSA_SMALL_BODY_SECONDS', 30, 1, 3600),
+    // Behind a trusted proxy every connection comes from the proxy: no per-address limit by default.
+    maxConnectionsPerAddress: r.int('REMESSA_MAX_CONNECTIONS_PER_ADDRESS', trustProxy ? 0 : 256, 0),
   };
 }

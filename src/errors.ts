@@ -1,7 +1,7 @@
 // The one error type. Domain services throw AppError; the HTTP layer maps it to an envelope (or an
 // OAuth error object on the token endpoint). `detail` is safe to show: it never reveals whether a
 // user exists.
-export type ErrorStatus = 400 | 401 | 403 | 404 | 405 | 409 | 413 | 416 | 429 | 500 | 503;
+export type ErrorStatus = 400 | 401 | 403 | 404 | 405 | 408 | 409 | 413 | 416 | 429 | 500 | 503;
 
 export const STATUS_TEXT: Record<ErrorStatus, string> = {
   400: 'Bad Request',
@@ -9,6 +9,7 @@ export const STATUS_TEXT: Record<ErrorStatus, string> = {
   403: 'Forbidden',
   404: 'Not Found',
   405: 'Method Not Allowed',
+  408: 'Request Timeout',
   409: 'Conflict',
   413: 'Payload Too Large',
   416: 'Range Not Satisfiable',
@@ -33,3 +34,18 @@ export const badRequest = (detail?: string) => new AppError(400, detail);
 export const unauthorized = (detail?: string, headers?: Record<string, string>) =>
   new AppError(401, detail, headers);
 export const forbidden = (detail?: string) => new AppError(403, detail);
+
+/** Errors of a full disk or database, in either dialect: the request fails cleanly and may be retried. */
+export function isOutOfSpace(err: unknown): boolean {
+  const e = err as { code?: unknown } | null;
+  // ENOSPC / EDQUOT: the file system; SQLITE_FULL: SQLite; 53100 disk_full: PostgreSQL.
+  return (
+    e !== null &&
+    typeof e === 'object' &&
+    (e.code === 'ENOSPC' || e.code === 'EDQUOT' || e.code === 'SQLITE_FULL' || e.code === '53100')
+  );
+}
+
+/** What a request that could not be recorded (full disk) answers: retry once space returns. */
+export const outOfSpace = () =>
+  new AppError(503, 'storage is full; the request changed nothing, retry later', { 'Retry-After': '60' });

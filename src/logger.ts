@@ -1,18 +1,28 @@
 // The one logger. Secrets never reach it: authorization headers are redacted by path, and URLs are
-// passed through redactUrl so tokens, PINs and passwords in query strings are masked.
+// passed through redactUrl so tokens, PINs and passwords in query strings (by name) and anything
+// shaped like a token anywhere in the URL are masked.
 import { type Logger, pino } from 'pino';
 
 export type { Logger };
 
 const SECRET_PARAMS = new Set(['k', 'p', 'z', 'password', 'pin', 'token', 'access_token']);
 
+/**
+ * Values that look like secrets wherever they stand (path, odd parameter spellings such as `k%00=`
+ * or `;k=`): JWTs, and runs of 32+ base64url characters (link, change and bearer tokens are 43).
+ */
+const SECRET_SHAPES = /eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*|[A-Za-z0-9_-]{32,}/g;
+
 export function redactUrl(url: string): string {
   const q = url.indexOf('?');
-  if (q < 0) return url;
-  const params = new URLSearchParams(url.slice(q + 1));
-  for (const key of [...params.keys()])
-    if (SECRET_PARAMS.has(key.toLowerCase())) params.set(key, '[REDACTED]');
-  return `${url.slice(0, q)}?${params.toString().replaceAll('%5BREDACTED%5D', '[REDACTED]')}`;
+  let out = url;
+  if (q >= 0) {
+    const params = new URLSearchParams(url.slice(q + 1));
+    for (const key of [...params.keys()])
+      if (SECRET_PARAMS.has(key.toLowerCase())) params.set(key, '[REDACTED]');
+    out = `${url.slice(0, q)}?${params.toString().replaceAll('%5BREDACTED%5D', '[REDACTED]')}`;
+  }
+  return out.replace(SECRET_SHAPES, '[REDACTED]');
 }
 
 export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, rm, truncate, writeFile } from 'node:fs/promises';
+import { mkdtemp, open, readdir, rm, truncate, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -93,7 +93,7 @@ describe('a full disk', () => {
     await rm(mountPoint, { recursive: true, force: true });
   });
 
-  test('ENOSPC mid-upload → 500, nothing stored, and the service keeps working', async (ctx) => {
+  test('ENOSPC mid-upload → 503 with Retry-After, nothing stored, and the service keeps working', async (ctx) => {
     if (!mounted) {
       ctx.skip('cannot mount a small tmpfs here (needs root): full-disk test skipped');
       return;
@@ -103,12 +103,72 @@ describe('a full disk', () => {
       await t.createUser('full', 'full-password');
       const auth = basic('full', 'full-password');
       const r = await uploadRaw(t, auth, bytes(8 * MiB), { file: 'toobig.bin' });
-      assert.equal(r.status, 500);
-      assert.equal(r.body['description'], 'Internal Server Error');
+      assert.equal(r.status, 503);
+      assert.equal(r.body['description'], 'Service Unavailable');
+      assert.equal(r.headers.get('retry-after'), '60');
       assert.deepEqual(await footprint(t), { blobs: 0, temps: 0, files: 0, links: 0 });
       const ok = await uploadRaw(t, auth, bytes(1000), { file: 'small.bin' });
       assert.equal(ok.status, 200);
     } finally {
+      await t.close();
+    }
+  });
+  test('a full disk fails sign-ins cleanly: 503 with Retry-After, nothing half-done, and works again once space returns', async (ctx) => {
+    if (!mounted) {
+      ctx.skip('cannot mount a small tmpfs here (needs root): full-disk test skipped');
+      return;
+    }
+    const dataDir = path.join(mountPoint, 'signins');
+    const t = await startTestServer({ dataDir });
+    const filler = path.join(mountPoint, 'filler');
+    try {
+      await t.createUser('fullsign', 'fullsign-password');
+      // Fill what is left of the disk.
+      const fh = await open(filler, 'w');
+      try {
+        for (;;) await fh.write(Buffer.alloc(64 * 1024));
+      } catch (err) {
+        assert.equal((err as NodeJS.ErrnoException).code, 'ENOSPC');
+      } finally {
+        await fh.close().catch(() => {});
+      }
+      const token = () =>
+        call(`${t.base}/oauth2/token`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({
+            grant_type: 'password',
+            username: 'fullsign',
+            password: 'fullsign-password',
+          }),
+        });
+      const login = () =>
+        call(`${t.base}/auth/login`, {
+          method: 'POST',
+          headers: { Authorization: basic('fullsign', 'fullsign-password') },
+        });
+      // SQLite may still have room in pages it holds; a few sign-ins use it up.
+      const answers: number[] = [];
+      for (let i = 0; i < 40 && !answers.includes(503); i++) answers.push((await login()).status);
+      assert.ok(answers.includes(503), `no 503 in ${answers.join(',')}`);
+      assert.ok(
+        answers.every((s) => s === 200 || s === 503),
+        answers.join(','),
+      );
+      const refused = await login();
+      assert.equal(refused.status, 503);
+      assert.equal(refused.body['description'], 'Service Unavailable');
+      assert.equal(refused.headers.get('retry-after'), '60');
+      const oauth = await token();
+      assert.equal(oauth.status, 503);
+      assert.equal(oauth.body['error'], 503);
+      assert.equal(oauth.headers.get('retry-after'), '60');
+      assert.ok(!t.logs.some((l) => /"level":50/.test(l) && l.includes('request failed')));
+      await rm(filler);
+      assert.equal((await login()).status, 200);
+      assert.equal((await token()).status, 200);
+    } finally {
+      await rm(filler, { force: true });
       await t.close();
     }
   });
@@ -135,7 +195,10 @@ describe('a crash mid-upload', () => {
     });
     let child: ChildProcess | null = spawn(process.execPath, [bin, 'serve'], { env, stdio: 'ignore' });
     try {
-      await eventually(async () => (await fetch(`${base}/nothing`).catch(() => null))?.status === 404);
+      await eventually(
+        async () => (await fetch(`${base}/nothing`).catch(() => null))?.status === 404,
+        60_000,
+      );
       const req = streamingUpload(base, basic('crash', 'crash-password'), 'interrupted.bin');
       req.write(randomBytes(MiB));
       const tmp = path.join(dataDir, 'tmp');

@@ -134,7 +134,10 @@ describe('portal in a real browser', { skip: browserSkip() }, () => {
     await checkPage(o, 'sign-in');
     await page.setViewportSize({ width: 1280, height: 800 });
     await signIn(page, 'alice', 'wrong-password');
-    await page.getByRole('alert').getByText('Wrong username or password.').waitFor();
+    await page
+      .getByRole('alert')
+      .getByText(/^Wrong username or password\./)
+      .waitFor();
     await signIn(page, 'alice', 'alice-password');
     await page.getByRole('heading', { name: 'Send files' }).waitFor();
     for (const name of ['Send', 'Received', 'Backup']) {

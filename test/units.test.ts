@@ -286,6 +286,23 @@ describe('redactUrl', () => {
     );
   });
 
+  test('masks token-shaped values however they are spelled (issue 11)', () => {
+    const token = 'A'.repeat(20) + 'b_-c'.repeat(6);
+    const jwt = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl';
+    for (const url of [
+      `/v1/download/file?k%00=${token}`,
+      `/v1/download/file;k=${token}`,
+      `/v1/download/file?kk=${token}&lang=pt`,
+      `/v1/${jwt}`,
+      `/v1/x?next=${encodeURIComponent(`/y?k=${token}`)}`,
+    ]) {
+      const out = redactUrl(url);
+      assert.ok(!out.includes(token) && !out.includes(jwt), out);
+      assert.match(out, /\[REDACTED\]/);
+    }
+    assert.equal(redactUrl(`/v1/download/file;k=${token}`), '/v1/download/file;k=[REDACTED]');
+  });
+
   test('leaves other parameters and URLs without a query alone', () => {
     assert.equal(redactUrl('/v1/auth/forgetParameters?u=USER1'), '/v1/auth/forgetParameters?u=USER1');
     assert.equal(redactUrl('/v1/download/list?page=2'), '/v1/download/list?page=2');

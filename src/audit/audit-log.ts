@@ -93,6 +93,18 @@ export class AuditLog {
     for (const tap of this.taps) await tap(db, entry, at);
   }
 
+  /** How many `event` rows from `remote` there are since a time (the per-address failure budget). */
+  async count(filter: { event: AuditEventName; remote: string; since: number }): Promise<number> {
+    const row = await this.db
+      .selectFrom('audit')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .where('at', '>=', filter.since)
+      .where('event', '=', filter.event)
+      .where('remote', '=', filter.remote)
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
   query(filter: AuditFilter = {}): Promise<AuditRow[]> {
     let q = this.db.selectFrom('audit').selectAll();
     // User names match case-insensitively everywhere (DESIGN §3), so `--user user1` finds USER1.

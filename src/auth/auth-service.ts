@@ -4,10 +4,18 @@ import type { AuditLog } from '../audit/audit-log.js';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/database.js';
 import type { UserRow } from '../db/schema.js';
-import { unauthorized } from '../errors.js';
+import { AppError, unauthorized } from '../errors.js';
 import { type Keys, randomToken } from '../security/keys.js';
 import type { UserStore } from '../users/user-store.js';
 import { verifyPassword } from './passwords.js';
+
+const MINUTE = 60_000;
+
+/** Failed credential checks one client address may make per minute, on any route (docs/security.md). */
+export const CREDENTIAL_FAILURES_PER_MINUTE = 30;
+
+/** The one answer to every failed sign-in: it never tells whether the user exists or is locked. */
+export const BAD_CREDENTIALS = 'wrong user name or password, or the account is locked for a while';
 
 export interface AuthOptions {
   baseUrl: string;
@@ -39,28 +47,36 @@ export class AuthService {
 
   /**
    * Checks a name and password. Unknown user, wrong password, disabled or locked account all give
-   * the same 401; a lock starts after `lockoutAttempts` consecutive failures.
+   * the same 401 with the same detail, after the same argon2 work, so no answer tells whether a
+   * user exists; a lock starts after `lockoutAttempts` consecutive failures. An address with
+   * CREDENTIAL_FAILURES_PER_MINUTE failures in the last minute gets 429 before anything is checked.
    */
   async checkPassword(name: string, password: string, remote: string | null): Promise<UserRow> {
-    const user = await this.users.byName(name);
     const now = this.clock.now();
-    if (user && user.locked_until > now) {
-      await this.audit.record({ event: 'login.failed', user: user.name, remote, detail: 'locked' });
-      throw unauthorized('account temporarily locked');
+    if (remote !== null) {
+      const recent = await this.audit.count({ event: 'login.failed', remote, since: now - MINUTE });
+      if (recent >= CREDENTIAL_FAILURES_PER_MINUTE)
+        throw new AppError(429, 'too many failed sign-ins from this address: retry in a minute', {
+          'Retry-After': '60',
+        });
     }
-    const ok = await verifyPassword(user?.password_hash ?? null, password);
-    if (!user) {
+    const user = await this.users.byName(name);
+    const locked = user !== undefined && user.locked_until > now;
+    const ok = await verifyPassword(locked ? null : (user?.password_hash ?? null), password);
+    const fail = async (detail: string) => {
       await this.audit.record({
         event: 'login.failed',
-        user: name.slice(0, 64),
+        user: user?.name ?? name.slice(0, 64),
         remote,
-        detail: 'unknown user',
+        detail,
       });
-      throw unauthorized();
-    }
+      return unauthorized(BAD_CREDENTIALS);
+    };
+    if (!user) throw await fail('unknown user');
+    if (locked) throw await fail('locked');
     if (!ok) {
       const failures = await this.users.countFailure(user.id);
-      await this.audit.record({ event: 'login.failed', user: user.name, remote, detail: 'wrong password' });
+      const err = await fail('wrong password');
       if (failures >= this.opts.lockoutAttempts) {
         await this.users.update(user.id, {
           failed_logins: 0,
@@ -73,12 +89,9 @@ export class AuthService {
           detail: `${failures} failed attempts; locked for ${this.opts.lockoutSeconds}s`,
         });
       }
-      throw unauthorized();
+      throw err;
     }
-    if (!user.enabled) {
-      await this.audit.record({ event: 'login.failed', user: user.name, remote, detail: 'disabled' });
-      throw unauthorized();
-    }
+    if (!user.enabled) throw await fail('disabled');
     if (user.failed_logins > 0) await this.users.update(user.id, { failed_logins: 0 });
     return user;
   }

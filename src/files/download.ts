@@ -24,4 +24,6 @@ export interface BlobAccess {
   verify: 'changed' | 'always';
   /** A download that makes no progress for this long is cut off (REMESSA_STALL_SECONDS). */
   stallSeconds: number;
+  /** The server clock (tests move it forward instead of waiting out a stall). */
+  now(): number;
 }

@@ -124,6 +124,7 @@ export class FileService {
       verified: (fingerprint) => this.store.setFingerprint(file.id, fingerprint),
       verify: this.config.verifyDownloads,
       stallSeconds: this.config.stallSeconds,
+      now: () => this.clock.now(),
       corrupt: (reason) =>
         this.audit.record({
           event: 'file.corrupt',

@@ -1,6 +1,6 @@
 // Builds the Fastify application: parsers, hooks, the error mapping and every domain's routes.
 import formbody from '@fastify/formbody';
-import rateLimit from '@fastify/rate-limit';
+import rateLimit, { normalizeIP } from '@fastify/rate-limit';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, {
   type FastifyBaseLogger,
@@ -10,9 +10,10 @@ import Fastify, {
   type FastifyRequest,
   LogController,
 } from 'fastify';
-import { AppError, type ErrorStatus, STATUS_TEXT } from '../errors.js';
+import { AppError, type ErrorStatus, isOutOfSpace, outOfSpace, STATUS_TEXT } from '../errors.js';
 import { redactUrl } from '../logger.js';
 import type { Services } from '../services.js';
+import { limitBodyTime, limitConnectionsPerAddress, rawErrorResponse } from './connection-limits.js';
 import { errorEnvelope, oauthError } from './presenters.js';
 import { authRoutes } from './routes/auth.js';
 import { deliveryRoutes } from './routes/delivery.js';
@@ -44,6 +45,7 @@ const FASTIFY_STATUS: Record<string, ErrorStatus> = {
 
 function statusOf(err: FastifyError | AppError): ErrorStatus {
   if (err instanceof AppError) return err.status;
+  if (isOutOfSpace(err)) return 503;
   if (err.validation) return 400;
   if (err.code && FASTIFY_STATUS[err.code]) return FASTIFY_STATUS[err.code]!;
   const s = err.statusCode ?? 500;
@@ -78,7 +80,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     // Requests Node cannot even parse (bad header, raw non-ASCII in the URL) still get an envelope.
-    clientErrorHandler: (_err, socket) => {
+    clientErrorHandler: (err, socket) => {
       if (!socket.writable) return;
       // A bad pipelined request while a response is still going out: writing a 400 now would put
       // it in the middle of that body (sendfile writes behind Node's back). Cut the connection.
@@ -88,12 +90,25 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
         socket.destroy();
         return;
       }
-      const body = JSON.stringify(errorEnvelope(400, 'malformed HTTP request'));
+      const early = (err as NodeJS.ErrnoException).code === 'HPE_INVALID_EOF_STATE';
       socket.end(
-        `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+        rawErrorResponse(
+          400,
+          early ? 'the request body ended before it was complete' : 'malformed HTTP request',
+        ),
       );
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // A client that half-closes after a complete request (SHUT_WR) still gets its answer; Node's
+  // default would end the connection before the upload is even stored.
+  (app.server as typeof app.server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
+  limitConnectionsPerAddress(app.server, config.maxConnectionsPerAddress);
+  limitBodyTime(app, {
+    idleMs: config.bodyTimeoutSeconds * 1000,
+    smallBodyMs: config.smallBodySeconds * 1000,
+  });
+  const hsts = config.baseUrl.startsWith('https://');
 
   app.decorate('services', services);
   app.decorateRequest('user', null);
@@ -125,7 +140,10 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     );
   });
 
-  app.addHook('onSend', async (_request, reply, payload) => {
+  app.addHook('onSend', async (request, reply, payload) => {
+    // HTTPS is known from the public base URL, or from a trusted proxy's X-Forwarded-Proto.
+    if (hsts || (config.trustProxy && request.protocol === 'https'))
+      reply.header('Strict-Transport-Security', 'max-age=31536000; includeSubDomains');
     reply.header('X-Content-Type-Options', 'nosniff');
     reply.header('Referrer-Policy', 'no-referrer');
     reply.header('X-Frame-Options', 'DENY');
@@ -149,13 +167,20 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(formbody);
   await app.register(rateLimit, {
     global: false,
+    // A client that reset the connection early has no address any more (the default generator
+    // then threw a TypeError at error level): it is counted with the other address-less ones.
+    keyGenerator: (request) => (request.ip ? normalizeIP(request.ip) : 'unknown'),
     errorResponseBuilder: (_req, ctx) =>
       new AppError(429, `rate limit: retry in ${Math.ceil(ctx.ttl / 1000)}s`),
   });
 
-  app.setErrorHandler((err: FastifyError | AppError, request, reply) => {
+  app.setErrorHandler((raw: FastifyError | AppError, request, reply) => {
+    // A full disk or database is the one 5xx a client can act on: retry later (docs/security.md).
+    const err = isOutOfSpace(raw) ? outOfSpace() : raw;
     const status = statusOf(err);
-    if (status >= 500) request.log.error({ err, url: redactUrl(request.url) }, 'request failed');
+    if (status >= 500 && err === raw)
+      request.log.error({ err, url: redactUrl(request.url) }, 'request failed');
+    else if (err !== raw) request.log.warn({ err: raw, url: redactUrl(request.url) }, 'out of space');
     if (err instanceof AppError) reply.headers(err.headers);
     const detail = err instanceof AppError ? err.detail : status < 500 ? err.message : undefined;
     return sendError(request, reply, status, detail);
@@ -163,7 +188,14 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
 
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?', 1)[0]!;
-    const allowed = METHODS.filter((method) => app.hasRoute({ method, url: path }));
+    const allowed = METHODS.filter((method) => {
+      try {
+        return app.hasRoute({ method, url: path });
+      } catch {
+        // The router reads the path as a route pattern and refuses some ('/*a/b'): no such route.
+        return false;
+      }
+    });
     if (allowed.length > 0) {
       reply.header('Allow', allowed.join(', '));
       return sendError(request, reply, 405);

@@ -184,7 +184,7 @@ export async function sendStoredFile(
       reply,
       body,
       range,
-      blob.stallSeconds,
+      blob,
       () => body.progress(),
       () => body.settled,
     );
@@ -199,7 +199,7 @@ export async function sendStoredFile(
   // file at once instead of leaving the descriptor to the garbage collector.
   pipeline(source, meter).catch(() => {});
   const sent = () => meter.bytes;
-  return respond(reply, meter, range, blob.stallSeconds, sent, async () => sent());
+  return respond(reply, meter, range, blob, sent, async () => sent());
 }
 
 /**
@@ -212,10 +212,12 @@ function respond(
   reply: FastifyReply,
   body: Readable,
   range: ByteRange | null,
-  stallSeconds: number,
+  blob: Pick<BlobAccess, 'stallSeconds' | 'now'>,
   progress: () => number,
   finalBytes: () => Promise<number>,
 ): Promise<DownloadOutcome> {
+  const { stallSeconds } = blob;
+  const now = () => blob.now();
   const res = reply.raw;
   const outcome = async (): Promise<DownloadOutcome> => ({
     complete: !range && res.writableFinished,
@@ -228,18 +230,23 @@ function respond(
     body.destroy();
     return outcome();
   }
-  let last = -1;
+  // Checked every second against the server clock, so a stall is cut within stallSeconds + 1s.
+  let last = progress();
+  let lastMoved = now();
   const watchdog = setInterval(() => {
-    const now = progress();
+    const sent = progress();
+    if (sent !== last) {
+      last = sent;
+      lastMoved = now();
+      return;
+    }
+    if (now() - lastMoved < stallSeconds * 1000) return;
     // A reset, not a close: a close would queue the FIN behind the unread data, so the kernel
     // would keep the connection (and sendfile's duplicate of it) alive for as long as it waits.
-    if (now === last) {
-      reply.log.warn({ stallSeconds, bytes: now }, 'download stalled: client took nothing; connection reset');
-      reply.request.raw.socket.resetAndDestroy();
-    }
-    last = now;
-  }, stallSeconds * 1000);
-  watchdog.unref();
+    reply.log.warn({ stallSeconds, bytes: sent }, 'download stalled: client took nothing; connection reset');
+    clearInterval(watchdog);
+    reply.request.raw.socket.resetAndDestroy();
+  }, 1000);
   const done = new Promise<DownloadOutcome>((resolve) => {
     res.once('close', () => {
       clearInterval(watchdog);

@@ -1,9 +1,11 @@
 // Upload, download, backup download and area lists (interface §4.2–4.4, DESIGN §4).
-import multipart from '@fastify/multipart';
+
+import type { Readable } from 'node:stream';
+import multipart, { type Multipart } from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { badRequest } from '../../errors.js';
+import { AppError, badRequest } from '../../errors.js';
 import type { IncomingFile } from '../../files/file-service.js';
 import type { FileWithLink } from '../../files/file-store.js';
 import { parseRecipients } from '../../files/recipients.js';
@@ -39,6 +41,14 @@ const ListQuery = Type.Object({
   page: Type.String({ pattern: '^[1-9][0-9]{0,8}$' }),
 });
 
+/** A multipart parser's complaint as a 400; limits and our own errors keep their status. */
+function malformed(err: unknown): Error {
+  if (err instanceof AppError) return err;
+  const status = (err as { statusCode?: number }).statusCode;
+  if (status !== undefined && status >= 400 && status < 500) return err as Error;
+  return badRequest(`malformed multipart body: ${(err as Error).message}`);
+}
+
 export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { files, config, notify, secureLinks, tracking } = app.services;
 
@@ -67,19 +77,46 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
     );
   }
 
-  async function* incoming(request: FastifyRequest, kind: BodyKind): AsyncGenerator<IncomingFile> {
+  /**
+   * The files of the request body. A body that cannot be parsed (no or an empty boundary, truncated
+   * framing, a part cut short) is the client's fault: 400, whatever the parser threw.
+   */
+  async function* incoming(
+    request: FastifyRequest,
+    kind: BodyKind,
+    bodyStreams: Readable[],
+  ): AsyncGenerator<IncomingFile> {
     if (kind === 'raw') {
       yield { filename: undefined, stream: detachedBody(request.raw) };
       return;
     }
-    for await (const part of request.parts()) {
-      if (part.type === 'file') yield { filename: part.filename || undefined, stream: part.file };
+    let parts: AsyncIterator<Multipart> | undefined;
+    for (;;) {
+      let next: IteratorResult<Multipart>;
+      try {
+        parts ??= request.parts()[Symbol.asyncIterator]();
+        next = await parts.next();
+      } catch (err) {
+        throw malformed(err);
+      }
+      if (next.done) return;
+      const part = next.value;
+      if (part.type !== 'file') continue;
+      // The parser fails the part's stream on bad framing, possibly before anyone reads it; the
+      // store rethrows that error as its source's.
+      bodyStreams.push(part.file);
+      yield { filename: part.filename || undefined, stream: part.file };
     }
   }
 
   app.post(
     '/upload',
-    { schema: { querystring: UploadQuery }, preHandler: requireUser, bodyLimit: config.maxFileSize },
+    {
+      schema: { querystring: UploadQuery },
+      preHandler: requireUser,
+      bodyLimit: config.maxFileSize,
+      config: { streamingBody: true },
+    },
     async (request) => {
       const uploader = currentUser(request);
       const q = request.query;
@@ -87,15 +124,16 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const owner = await files.destination(uploader, q.d);
       const recipients = parseRecipients(q.m, q.c);
       const kind = bodyKind(request);
+      const bodyStreams: Readable[] = [];
       let stored: Awaited<ReturnType<typeof files.upload>>;
       try {
         stored = await files.upload(
           { uploader, owner, queryName: q.file, message: q.i ?? null, remote: request.ip, recipients },
-          incoming(request, kind),
+          incoming(request, kind, bodyStreams),
         );
       } catch (err) {
         discardRestOfBody(request.raw);
-        throw err;
+        throw bodyStreams.some((s) => s.errored === err) ? malformed(err) : err;
       }
       notify.kick(); // messages and webhook events were committed with the files
       const status = await tracking.recipientsOf(stored.map((s) => s.file.id));

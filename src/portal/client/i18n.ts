@@ -23,9 +23,8 @@ const en = {
   signIn: 'Sign in',
   forgotPassword: 'Forgot password?',
   firstAccess: 'First access? Activate your account',
-  badCredentials: 'Wrong username or password.',
-  lockedOut:
-    'Too many failed attempts: this account is locked for a while. Try again later, or use “Forgot password?”.',
+  badCredentials:
+    'Wrong username or password. After too many failed attempts an account is locked for a while: try again later, or use “Forgot password?”.',
   signedOut: 'You have signed out.',
   idleSignedOut: 'You were signed out after {minutes} minutes without activity.',
   sessionExpired: 'Your session has expired. Please sign in again.',
@@ -164,9 +163,8 @@ const pt: Table = {
   signIn: 'Entrar',
   forgotPassword: 'Esqueceu a senha?',
   firstAccess: 'Primeiro acesso? Ative sua conta',
-  badCredentials: 'Usuário ou senha incorretos.',
-  lockedOut:
-    'Muitas tentativas sem sucesso: esta conta está bloqueada por algum tempo. Tente mais tarde ou use “Esqueceu a senha?”.',
+  badCredentials:
+    'Usuário ou senha incorretos. Depois de muitas tentativas sem sucesso, a conta fica bloqueada por algum tempo: tente mais tarde ou use “Esqueceu a senha?”.',
   signedOut: 'Você saiu.',
   idleSignedOut: 'Você foi desconectado após {minutes} minutos sem atividade.',
   sessionExpired: 'Sua sessão expirou. Entre novamente.',
@@ -301,9 +299,8 @@ const es: Table = {
   signIn: 'Iniciar sesión',
   forgotPassword: '¿Olvidó su contraseña?',
   firstAccess: '¿Primer acceso? Active su cuenta',
-  badCredentials: 'Usuario o contraseña incorrectos.',
-  lockedOut:
-    'Demasiados intentos fallidos: esta cuenta está bloqueada por un tiempo. Inténtelo más tarde o use “¿Olvidó su contraseña?”.',
+  badCredentials:
+    'Usuario o contraseña incorrectos. Tras demasiados intentos fallidos, la cuenta queda bloqueada por un tiempo: inténtelo más tarde o use “¿Olvidó su contraseña?”.',
   signedOut: 'Ha cerrado la sesión.',
   idleSignedOut: 'Se cerró su sesión tras {minutes} minutos sin actividad.',
   sessionExpired: 'Su sesión ha caducado. Inicie sesión de nuevo.',

@@ -41,11 +41,8 @@ export function renderSignIn(ctx: PageContext): void {
           await loadUserLang();
           ctx.go('#/send');
         } catch (err) {
-          const locked = err instanceof ApiError && err.status === 401 && /lock/i.test(err.detail ?? '');
-          const text =
-            err instanceof ApiError && err.status === 401
-              ? t(locked ? 'lockedOut' : 'badCredentials')
-              : errorText(err);
+          // Every failed sign-in gets the same answer (locked or not, known user or not).
+          const text = err instanceof ApiError && err.status === 401 ? t('badCredentials') : errorText(err);
           say(status, 'error', text);
           password.value = '';
           password.focus();

@@ -1,0 +1,133 @@
+// Limits that keep one client from holding the server (issue 11, docs/security.md): a time limit on
+// request bodies, and a cap on the connections one peer address may hold. Node bounds the header
+// phase itself (headersTimeout) but has no body timeout that would not also cut long uploads, and
+// no per-peer limit at all.
+import type { IncomingMessage, Server } from 'node:http';
+import type { Socket } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { AppError, type ErrorStatus } from '../errors.js';
+import { errorEnvelope } from './presenters.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route streams its body itself after authenticating (uploads): no whole-body deadline. */
+    streamingBody?: boolean;
+  }
+}
+
+/** A complete HTTP/1.1 error answer that closes the connection, for when Fastify cannot answer. */
+export function rawErrorResponse(status: ErrorStatus, detail: string): string {
+  const body = JSON.stringify(errorEnvelope(status, detail));
+  const text = errorEnvelope(status).description;
+  return `HTTP/1.1 ${status} ${text}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+}
+
+/**
+ * Refuses (closes at once) a connection from an address that already holds `max` open ones, so a
+ * flood from one peer cannot use up the process's descriptors. 0 turns the limit off.
+ */
+export function limitConnectionsPerAddress(server: Server, max: number): void {
+  if (max <= 0) return;
+  const open = new Map<string, number>();
+  server.on('connection', (socket: Socket) => {
+    const address = socket.remoteAddress ?? '';
+    const n = open.get(address) ?? 0;
+    if (n >= max) {
+      socket.destroy();
+      return;
+    }
+    open.set(address, n + 1);
+    socket.once('close', () => {
+      const left = (open.get(address) ?? 1) - 1;
+      if (left <= 0) open.delete(address);
+      else open.set(address, left);
+    });
+  });
+}
+
+interface WatchedBody {
+  req: IncomingMessage;
+  socket: Socket;
+  bytesRead: number;
+  lastProgress: number;
+  /** null: no whole-body deadline (streaming routes) */
+  deadline: number | null;
+}
+
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+/**
+ * A request body that brings no byte for `idleMs`, or (on routes that read a small body before
+ * authenticating) is not complete within `smallBodyMs`, is answered 408 and the connection closed.
+ * Time the server spends not reading (buffered bytes, backpressure) does not count against the client.
+ */
+export function limitBodyTime(app: FastifyInstance, opts: { idleMs: number; smallBodyMs: number }): void {
+  const watched = new Set<WatchedBody>();
+  let timer: NodeJS.Timeout | null = null;
+  const tickMs = Math.max(50, Math.min(1000, Math.floor(Math.min(opts.idleMs, opts.smallBodyMs) / 4)));
+
+  const cut = (w: WatchedBody, reason: string) => {
+    const err = new AppError(408, reason);
+    const res = (w.socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    // The answer first, then the request is destroyed so whoever reads the body fails (and cleans up).
+    if (res?.headersSent || !w.socket.writable) {
+      w.req.destroy(err);
+      return;
+    }
+    w.socket.end(rawErrorResponse(408, reason), () => w.req.destroy(err));
+  };
+
+  const tick = () => {
+    const now = Date.now();
+    for (const w of watched) {
+      if (w.req.complete || w.socket.destroyed) {
+        watched.delete(w);
+        continue;
+      }
+      const waitingOnUs = w.req.readableLength > 0 || w.req.readableFlowing === false;
+      if (w.socket.bytesRead !== w.bytesRead || waitingOnUs) {
+        w.bytesRead = w.socket.bytesRead;
+        w.lastProgress = now;
+      }
+      if (w.deadline !== null && now >= w.deadline) {
+        watched.delete(w);
+        cut(w, `the request body did not arrive within ${opts.smallBodyMs / 1000}s`);
+      } else if (now - w.lastProgress >= opts.idleMs) {
+        watched.delete(w);
+        cut(w, `no part of the request body arrived for ${opts.idleMs / 1000}s`);
+      }
+    }
+    if (watched.size === 0 && timer) {
+      clearInterval(timer);
+      timer = null;
+    }
+  };
+
+  app.addHook('onRequest', (request, _reply, done) => {
+    const req = request.raw;
+    if (hasBody(req) && !req.complete) {
+      const now = Date.now();
+      watched.add({
+        req,
+        socket: req.socket,
+        bytesRead: req.socket.bytesRead,
+        lastProgress: now,
+        deadline: request.routeOptions.config?.streamingBody ? null : now + opts.smallBodyMs,
+      });
+      if (!timer) {
+        timer = setInterval(tick, tickMs);
+        timer.unref();
+      }
+    }
+    done();
+  });
+  app.addHook('onClose', (_app, done) => {
+    if (timer) clearInterval(timer);
+    timer = null;
+    watched.clear();
+    done();
+  });
+}
