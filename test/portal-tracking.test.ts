@@ -14,7 +14,7 @@ import {
   scrollsSideways,
   seriousAxeViolations,
 } from './helpers/browser.js';
-import { HttpPeer, MailSink } from './helpers/peers.js';
+import { eventually, HttpPeer, MailSink } from './helpers/peers.js';
 import { basic, call, closeAll, startTestServer, type TestServer } from './helpers/server.js';
 
 describe('portal: delivery tracking on the sender’s list', { skip: browserSkip() }, () => {
@@ -90,6 +90,8 @@ describe('portal: delivery tracking on the sender’s list', { skip: browserSkip
     const got = await fetch(link);
     assert.equal(got.status, 200);
     await got.arrayBuffer();
+    // The download's audit row, which tracking reads, is written as the response ends.
+    await eventually(async () => (await t.server.services.audit.query({ event: 'download' })).length === 1);
     await page.reload();
     await bob.getByText(/^Downloaded \(1×, last .+\)$/).waitFor();
     await screenshot(page, 'tracking-list-desktop');

@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { verifySignature } from '../src/webhooks/signature.js';
 import { isPrivateAddress } from '../src/webhooks/url-safety.js';
 import { run } from './helpers/cli.js';
-import { type CapturedRequest, HttpPeer, MailSink } from './helpers/peers.js';
+import { type CapturedRequest, eventually, HttpPeer, MailSink } from './helpers/peers.js';
 import {
   basic,
   call,
@@ -58,6 +58,16 @@ function eventOf(req: CapturedRequest, secret: string, nowMs: number): Event {
 /** Runs the outbox until nothing is due (deliveries, and the events their outcomes make). */
 async function drain(t: TestServer): Promise<void> {
   await t.server.workers.get('outbox')!.runOnce();
+}
+
+/** A download read to the end; returns once its audit row (and so its event) is written. */
+async function download(t: TestServer, url: string, status: number, headers: Record<string, string> = {}) {
+  const { audit } = t.server.services;
+  const before = (await audit.query({ event: 'download' })).length;
+  const res = await fetch(url, { headers });
+  assert.equal(res.status, status);
+  await res.arrayBuffer();
+  await eventually(async () => (await audit.query({ event: 'download' })).length > before);
 }
 
 const upload = (t: TestServer, auth: string, name: string, query: Record<string, string> = {}) => {
@@ -171,10 +181,8 @@ describe('webhooks: every event, signed, in order, once', () => {
     const entry = (up.body['files'] as { id: number; linkURL: string }[])[0]!;
     const k = new URL(entry.linkURL).searchParams.get('k')!;
     leaks.push(k);
-    assert.equal((await fetch(entry.linkURL)).status, 200);
-    const part = await fetch(entry.linkURL, { headers: { Range: 'bytes=0-99' } });
-    assert.equal(part.status, 206);
-    await part.arrayBuffer();
+    await download(t, entry.linkURL, 200);
+    await download(t, entry.linkURL, 206, { Range: 'bytes=0-99' });
     await drain(t);
 
     const events = globalEvents().filter((e) => e.data.file?.id === entry.id);
@@ -306,7 +314,7 @@ describe('webhooks: every event, signed, in order, once', () => {
     t = await startTestServer({ env, dataDir: dataDir.path, startWorkers: false });
     t.clock.advance(clockOffset);
     const k = new URL(entry.linkURL).searchParams.get('k')!;
-    assert.equal((await fetch(`${t.base}/download/file?k=${k}`)).status, 200);
+    await download(t, `${t.base}/download/file?k=${k}`, 200);
     await drain(t);
     for (let s = 30; s < 60; s += 10) {
       await t.advanceClock(10_000);
