@@ -98,6 +98,19 @@ export class WebhookService {
     const detail = (typeof entry.detail === 'object' && entry.detail) || {};
     // A webhook delivery's own outcome is not an event (it would feed itself).
     if (entry.event.startsWith('notify.') && detail['channel'] === 'webhook') return;
+    // Who hears of it first (one query), the rest only when someone does.
+    const subscribed = entry.fileId
+      ? await this.store.enabledForFile(db, entry.fileId)
+      : entry.user
+        ? await this.store.enabledForUser(db, entry.user)
+        : [];
+    const targets = [
+      ...(this.config.webhookUrl ? [GLOBAL_TARGET] : []),
+      ...subscribed
+        .filter((w) => w.events === '*' || w.events.split(',').includes(type))
+        .map((w) => `webhook:${w.id}`),
+    ];
+    if (targets.length === 0) return;
     const file = entry.fileId
       ? await db.selectFrom('files').selectAll().where('id', '=', entry.fileId).executeTakeFirst()
       : undefined;
@@ -109,14 +122,6 @@ export class WebhookService {
             .where('name_key', '=', entry.user.toLowerCase())
             .executeTakeFirst()
         : undefined;
-    const audience = file ? [...new Set([file.owner_id, file.uploader_id])] : user ? [user.id] : [];
-    const targets = [
-      ...(this.config.webhookUrl ? [GLOBAL_TARGET] : []),
-      ...(await this.store.enabledFor(db, audience))
-        .filter((w) => w.events === '*' || w.events.split(',').includes(type))
-        .map((w) => `webhook:${w.id}`),
-    ];
-    if (targets.length === 0) return;
     const event: WebhookEvent = {
       id: `evt_${randomToken().slice(0, 24)}`,
       type,

@@ -51,16 +51,34 @@ export class WebhookStore {
   }
 
   /**
-   * The enabled subscriptions of these users, as long as the user exists and is enabled (a
-   * disabled or removed account's receivers hear nothing more); `db` may be a transaction.
+   * The enabled subscriptions of a file's owner and uploader (one query: this runs for every
+   * download), as long as that account exists and is enabled; `db` may be a transaction.
    */
-  enabledFor(db: Db, userIds: number[]): Promise<WebhookRow[]> {
-    if (userIds.length === 0) return Promise.resolve([]);
+  enabledForFile(db: Db, fileId: number): Promise<WebhookRow[]> {
+    return db
+      .selectFrom('webhooks')
+      .innerJoin('users', 'users.id', 'webhooks.user_id')
+      .innerJoin('files', (join) => join.on('files.id', '=', fileId))
+      .selectAll('webhooks')
+      .where((eb) =>
+        eb.or([
+          eb('webhooks.user_id', '=', eb.ref('files.owner_id')),
+          eb('webhooks.user_id', '=', eb.ref('files.uploader_id')),
+        ]),
+      )
+      .where('webhooks.enabled', '=', 1)
+      .where('users.enabled', '=', 1)
+      .orderBy('webhooks.id')
+      .execute();
+  }
+
+  /** The enabled subscriptions of the (enabled) user of that name. */
+  enabledForUser(db: Db, name: string): Promise<WebhookRow[]> {
     return db
       .selectFrom('webhooks')
       .innerJoin('users', 'users.id', 'webhooks.user_id')
       .selectAll('webhooks')
-      .where('webhooks.user_id', 'in', userIds)
+      .where('users.name_key', '=', name.toLowerCase())
       .where('webhooks.enabled', '=', 1)
       .where('users.enabled', '=', 1)
       .orderBy('webhooks.id')
