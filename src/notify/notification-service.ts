@@ -4,7 +4,7 @@
 // (safe across several instances), sends them and retries with exponential backoff. A channel with
 // no transport configured gets its message written to the log with secrets masked and kept in the
 // outbox with status 'logged' (read it in full with `remessa outbox show ID`).
-// Webhook events (src/webhooks/) ride the same outbox on channel 'webhook': enqueueEvent() stores a
+// Webhook events (src/webhooks/) ride the same outbox on channel 'webhook': enqueueRaw() stores a
 // body rendered by the caller; their delivery is ordered per subscription and file.
 import type { AuditLog } from '../audit/audit-log.js';
 import type { Clock } from '../clock.js';
