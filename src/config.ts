@@ -54,6 +54,13 @@ export interface Config {
   smsPassword: string | null;
   smsFrom: string | null;
   templatesDir: string | null;
+  /** Global webhook subscription (every event); null when not configured. */
+  webhookUrl: string | null;
+  webhookSecret: string | null;
+  /** true: webhook URLs may point at loopback, link-local and private addresses (on-premise, tests) */
+  webhookAllowPrivate: boolean;
+  /** delivery attempts of one webhook event before it is given up (backoff as notifications) */
+  webhookMaxAttempts: number;
   logLevel: string;
   trustProxy: boolean;
   /** A request body that brings no byte for this long is answered 408 and its connection closed. */
@@ -218,6 +225,12 @@ export function loadConfig(env: Source = process.env): Config {
   if (secret !== null && secret.length < 16)
     throw new ConfigError('REMESSA_SECRET must be at least 16 characters');
   const maxFileSizeRaw = r.optional('REMESSA_MAX_FILE_SIZE');
+  const webhookUrl = r.optional('REMESSA_WEBHOOK_URL');
+  const webhookSecret = r.optional('REMESSA_WEBHOOK_SECRET');
+  if (webhookUrl && (webhookSecret === null || webhookSecret.length < 16)) {
+    // Unsigned deliveries could be forged by anyone who learns the URL: refuse to start instead.
+    throw new ConfigError('REMESSA_WEBHOOK_URL needs REMESSA_WEBHOOK_SECRET (at least 16 characters)');
+  }
   const trustProxy = r.bool('REMESSA_TRUST_PROXY', false);
   const storage = r.oneOf('REMESSA_STORAGE', ['local', 's3'] as const, 'local');
 
@@ -259,6 +272,10 @@ export function loadConfig(env: Source = process.env): Config {
     smsPassword: r.optional('REMESSA_SMS_PASSWORD'),
     smsFrom: r.optional('REMESSA_SMS_FROM'),
     templatesDir: r.optional('REMESSA_TEMPLATES_DIR'),
+    webhookUrl,
+    webhookSecret,
+    webhookAllowPrivate: r.bool('REMESSA_WEBHOOK_ALLOW_PRIVATE', false),
+    webhookMaxAttempts: r.int('REMESSA_WEBHOOK_MAX_ATTEMPTS', 15, 1, 100),
     logLevel: r.oneOf(
       'REMESSA_LOG_LEVEL',
       ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const,

@@ -11,6 +11,7 @@ import { FileStore } from './files/file-store.js';
 import { FileSweeper } from './files/lifecycle.js';
 import { RecipientNotifier } from './files/recipients.js';
 import { SecureLinks } from './files/secure-links.js';
+import { DeliveryTracker } from './files/tracking.js';
 import type { Logger } from './logger.js';
 import { NotificationService } from './notify/notification-service.js';
 import { Templates } from './notify/templates.js';
@@ -24,6 +25,9 @@ import { IntentStore } from './storage/intent-store.js';
 import { StorageReconciler } from './storage/reconciler.js';
 import { UserService } from './users/user-service.js';
 import { UserStore } from './users/user-store.js';
+import { WebhookService } from './webhooks/webhook-service.js';
+import { WebhookStore } from './webhooks/webhook-store.js';
+import { WebhookTransport } from './webhooks/webhook-transport.js';
 import type { BackgroundJob } from './worker.js';
 
 export interface Services {
@@ -48,6 +52,12 @@ export interface Services {
   recovery: RecoveryService;
   /** Recipient links: PIN gate, PIN sending, link info (DESIGN §5). */
   secureLinks: SecureLinks;
+  /** Upload recipients: their links and messages, and sending one again (issue 16). */
+  recipients: RecipientNotifier;
+  /** Delivery tracking: per recipient, message status and downloads (issue 16). */
+  tracking: DeliveryTracker;
+  /** Webhook subscriptions; events are made from audit rows (issue 16). */
+  webhooks: WebhookService;
   /** Jobs `remessa serve` runs in the background (each domain adds its own). */
   jobs: BackgroundJob[];
   close(): Promise<void>;
@@ -104,6 +114,14 @@ async function assemble(
   await reconciler.reconcile();
   const writer = new BlobWriter(blobs, intents, clock);
   const files = new FileService(db, fileStore, writer, audit, users, keys, clock, config);
+  const webhookStore = new WebhookStore(db);
+  const webhookTransport = new WebhookTransport(webhookStore, keys, clock, {
+    global:
+      config.webhookUrl && config.webhookSecret
+        ? { url: config.webhookUrl, secret: config.webhookSecret }
+        : null,
+    allowPrivate: config.webhookAllowPrivate,
+  });
   const notify = new NotificationService(
     db,
     keys,
@@ -111,10 +129,11 @@ async function assemble(
     audit,
     log,
     new Templates(config.templatesDir),
-    transportsFrom(config),
+    { ...transportsFrom(config), webhook: webhookTransport },
     {
       retrySeconds: config.notifyRetrySeconds,
       maxAttempts: config.notifyMaxAttempts,
+      maxAttemptsByChannel: { webhook: config.webhookMaxAttempts },
       autoKick: opts.startWorkers !== false,
     },
   );
@@ -124,7 +143,11 @@ async function assemble(
     pinSeconds: config.pinSeconds,
   });
   // Upload recipients (links + 'file-link' messages) and the sender's download confirmation.
-  new RecipientNotifier(db, files, notify, users, audit, clock, config).register();
+  const recipients = new RecipientNotifier(db, files, notify, users, audit, clock, keys, fileStore, config);
+  recipients.register();
+  const tracking = new DeliveryTracker(db, fileStore);
+  const webhooks = new WebhookService(webhookStore, notify, keys, clock, config);
+  audit.tap((trx, entry, at) => webhooks.onAudit(trx, entry, at));
   const secureLinks = new SecureLinks(db, files, users, notify, audit, keys, clock, config);
   const jobs: BackgroundJob[] = [
     { name: 'prune-revoked-tokens', intervalMs: 60 * 60 * 1000, run: () => auth.pruneRevoked() },
@@ -149,6 +172,9 @@ async function assemble(
     notify,
     recovery,
     secureLinks,
+    recipients,
+    tracking,
+    webhooks,
     jobs,
     async close() {
       await notify.stop();

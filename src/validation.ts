@@ -53,3 +53,15 @@ export function parseMobileList(raw: string): string[] {
     ),
   ];
 }
+
+/**
+ * How an e-mail address or mobile number is shown where only its owner's counterpart should
+ * recognise it (delivery tracking, webhook events): "a***@example.com", "+55*******4321".
+ */
+export function maskAddress(address: string): string {
+  const at = address.lastIndexOf('@');
+  if (at > 0) return `${address[0]}***${address.slice(at)}`;
+  if (address.length <= 6) return '*'.repeat(address.length);
+  const head = address.startsWith('+') ? 3 : 2;
+  return address.slice(0, head) + '*'.repeat(address.length - head - 4) + address.slice(-4);
+}

@@ -29,6 +29,7 @@ export type AuditEventName =
   | 'pin.failed'
   | 'link.created'
   | 'link.locked'
+  | 'link.resent'
   | 'notify.queued'
   | 'notify.sent'
   | 'notify.logged'
@@ -51,14 +52,27 @@ export interface AuditFilter {
   limit?: number;
 }
 
+/**
+ * Sees every row as it is written, with the same handle (a caller's transaction or the database),
+ * so what it writes commits with the row: webhook events (src/webhooks/) are made this way.
+ */
+export type AuditTap = (db: Db, entry: AuditEntry, at: number) => Promise<void>;
+
 export class AuditLog {
+  private readonly taps: AuditTap[] = [];
+
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
   ) {}
 
+  tap(fn: AuditTap): void {
+    this.taps.push(fn);
+  }
+
   /** Pass `db` to record inside a caller's transaction. */
   async record(entry: AuditEntry, db: Db = this.db): Promise<void> {
+    const at = this.clock.now();
     const detail =
       entry.detail === undefined || entry.detail === null
         ? null
@@ -68,7 +82,7 @@ export class AuditLog {
     await db
       .insertInto('audit')
       .values({
-        at: this.clock.now(),
+        at,
         event: entry.event,
         user_name: entry.user ?? null,
         remote: entry.remote ?? null,
@@ -76,6 +90,7 @@ export class AuditLog {
         detail,
       })
       .execute();
+    for (const tap of this.taps) await tap(db, entry, at);
   }
 
   /** How many `event` rows from `remote` there are since a time (the per-address failure budget). */

@@ -202,6 +202,28 @@ const rateLimits: Migration = {
       .execute();
   },
 };
+// Issue 16: per-user webhook subscriptions; the outbox remembers its last attempt (delivery
+// tracking) and is looked up by file (ordering per file, tracking); download audit rows are read
+// by file for the sender's tracking view.
+const webhooks = (dialect: Dialect): Migration => ({
+  async up(db: AnyDb) {
+    await db.schema
+      .createTable('webhooks')
+      .addColumn('id', 'integer', idColumn(dialect))
+      .addColumn('user_id', 'integer', (c) => c.notNull())
+      .addColumn('url', 'text', (c) => c.notNull())
+      .addColumn('secret_sealed', 'text', (c) => c.notNull())
+      .addColumn('events', 'text', (c) => c.notNull())
+      .addColumn('enabled', 'integer', (c) => c.notNull().defaultTo(1))
+      .addColumn('disabled_reason', 'text')
+      .addColumn('created_at', 'bigint', (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex('webhooks_user').on('webhooks').column('user_id').execute();
+    await db.schema.alterTable('outbox').addColumn('last_attempt_at', 'bigint').execute();
+    await db.schema.createIndex('outbox_file').on('outbox').columns(['file_id', 'id']).execute();
+    await db.schema.createIndex('audit_file').on('audit').columns(['file_id', 'event']).execute();
+  },
+});
 
 const migrations = (dialect: Dialect): Record<string, Migration> => ({
   '0001_initial': initial(dialect),
@@ -209,6 +231,7 @@ const migrations = (dialect: Dialect): Record<string, Migration> => ({
   '0004_files_blob_fingerprint': filesBlobFingerprint,
   '0012_blob_intents': blobIntents,
   '0012_rate_limits': rateLimits,
+  '0016_webhooks': webhooks(dialect),
 });
 
 class StaticProvider implements MigrationProvider {

@@ -83,7 +83,7 @@ export interface LinksTable {
 
 export interface OutboxTable {
   id: Generated<number>;
-  /** 'email' | 'sms' */
+  /** 'email' | 'sms' | 'webhook' */
   channel: string;
   recipient: string;
   /** message kind, e.g. 'file-link', 'download-pin', 'password-pin' */
@@ -101,6 +101,23 @@ export interface OutboxTable {
   user_name: string | null;
   created_at: number;
   sent_at: number | null;
+  /** when the last delivery attempt ended (null before the first, and for rows from before it existed) */
+  last_attempt_at: number | null;
+}
+
+export interface WebhooksTable {
+  id: Generated<number>;
+  /** the subscriber: gets only events about files they own or uploaded, and about themselves */
+  user_id: number;
+  url: string;
+  /** signing secret, sealed with the server secret (it must be read back to sign) */
+  secret_sealed: string;
+  /** comma-separated event types, or '*' for all */
+  events: string;
+  enabled: number;
+  /** why it stopped, e.g. 'receiver answered 410 Gone' */
+  disabled_reason: string | null;
+  created_at: number;
 }
 
 export interface ChangeTokensTable {
@@ -143,6 +160,7 @@ export interface Database {
   change_tokens: ChangeTokensTable;
   blob_intents: BlobIntentsTable;
   rate_limits: RateLimitsTable;
+  webhooks: WebhooksTable;
 }
 
 export type UserRow = Selectable<UsersTable>;
@@ -154,3 +172,4 @@ export type OutboxRow = Selectable<OutboxTable>;
 export type ChangeTokenRow = Selectable<ChangeTokensTable>;
 export type AuditRow = Selectable<AuditTable>;
 export type BlobIntentRow = Selectable<BlobIntentsTable>;
+export type WebhookRow = Selectable<WebhooksTable>;

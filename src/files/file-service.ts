@@ -274,13 +274,15 @@ export class FileService {
   /** area → backup (link validity over, or first complete download in mailbox mode). */
   async retire(file: FileRow, reason: string): Promise<boolean> {
     const now = this.clock.now();
-    const moved = await this.store.retire(file.id, now, now + this.config.backupDays * DAY);
-    if (moved)
-      await this.audit.record({
-        event: 'file.retired',
-        fileId: file.id,
-        detail: { name: file.name, reason },
-      });
-    return moved;
+    // The move and its audit row (and the webhook event made from it) commit together.
+    return this.db.transaction().execute(async (trx) => {
+      const moved = await this.store.retire(file.id, now, now + this.config.backupDays * DAY, trx);
+      if (moved)
+        await this.audit.record(
+          { event: 'file.retired', fileId: file.id, detail: { name: file.name, reason } },
+          trx,
+        );
+      return moved;
+    });
   }
 }

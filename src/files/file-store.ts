@@ -178,9 +178,9 @@ export class FileStore implements BlobCatalog {
     });
   }
 
-  /** area → backup; false when another caller already moved it. */
-  async retire(fileId: number, now: number, purgeAt: number): Promise<boolean> {
-    const res = await this.db
+  /** area → backup; false when another caller already moved it. `db` may be a transaction. */
+  async retire(fileId: number, now: number, purgeAt: number, db: Db = this.db): Promise<boolean> {
+    const res = await db
       .updateTable('files')
       .set({ state: 'backup', retired_at: now, purge_at: purgeAt })
       .where('id', '=', fileId)
@@ -231,8 +231,10 @@ export class FileStore implements BlobCatalog {
     return Number(res.numUpdatedRows) === 1;
   }
 
-  async deleteFile(fileId: number): Promise<void> {
+  /** Deletes a file and its links; `before` runs first in the same transaction (its audit row). */
+  async deleteFile(fileId: number, before?: (trx: Db) => Promise<void>): Promise<void> {
     await this.db.transaction().execute(async (trx) => {
+      await before?.(trx);
       await trx.deleteFrom('links').where('file_id', '=', fileId).execute();
       await trx.deleteFrom('files').where('id', '=', fileId).execute();
     });

@@ -44,8 +44,10 @@ export class FileSweeper implements BackgroundJob {
       if (!(await this.store.claimPurge(file, purgeNow))) continue;
       // Contents first: a crash after this leaves a 'purging' row that a later pass finishes.
       await this.blobs.delete(file.blob_key);
-      await this.store.deleteFile(file.id);
-      await this.audit.record({ event: 'file.purged', fileId: file.id, detail: { name: file.name } });
+      // The audit row (and the webhook event made from it) commits with the deletion.
+      await this.store.deleteFile(file.id, (trx) =>
+        this.audit.record({ event: 'file.purged', fileId: file.id, detail: { name: file.name } }, trx),
+      );
       purged++;
     }
     if (retired || purged) this.log.info({ retired, purged }, 'file sweep');

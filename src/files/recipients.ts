@@ -4,18 +4,25 @@
 // transaction (hook registered with FileService.onUpload): the file rows, the links and the
 // outbox rows commit or roll back together. The caller kicks the outbox after the commit.
 // Also sends the optional confirmation to the uploader when a recipient downloads
-// (REMESSA_NOTIFY_SENDER, hook registered with FileService.onDownload).
+// (REMESSA_NOTIFY_SENDER, hook registered with FileService.onDownload), and sends a recipient's
+// message again on the sender's request (issue 16, rate-limited).
 import type { AuditLog } from '../audit/audit-log.js';
 import type { Clock } from '../clock.js';
 import type { Config, Lang } from '../config.js';
 import type { Db } from '../db/database.js';
-import type { UserRow } from '../db/schema.js';
+import type { FileRow, LinkRow, UserRow } from '../db/schema.js';
+import { AppError } from '../errors.js';
 import type { NotificationService } from '../notify/notification-service.js';
 import { formatDateTime, formatSize } from '../notify/templates.js';
+import type { Keys } from '../security/keys.js';
 import type { UserService } from '../users/user-service.js';
-import { isLang, parseEmailList, parseMobileList } from '../validation.js';
+import { isLang, normalizeMobile, parseEmailList, parseMobileList } from '../validation.js';
 import type { FileService, FileWithToken, Recipients, UploadRequest } from './file-service.js';
-import type { FileWithLink } from './file-store.js';
+import type { FileStore, FileWithLink } from './file-store.js';
+import { addressOf } from './tracking.js';
+
+/** After a message went out, the next resend waits this long (a failed one can be resent at once). */
+export const RESEND_SECONDS = 60;
 
 /**
  * Validates the recipient query parameters of an upload. Called before a byte of the body is read:
@@ -40,6 +47,8 @@ export class RecipientNotifier {
     private readonly users: UserService,
     private readonly audit: AuditLog,
     private readonly clock: Clock,
+    private readonly keys: Keys,
+    private readonly store: FileStore,
     private readonly config: Pick<Config, 'baseUrl' | 'lang' | 'recipientPin' | 'notifySender'>,
   ) {}
 
@@ -57,7 +66,6 @@ export class RecipientNotifier {
   async announce(trx: Db, stored: FileWithToken[], req: UploadRequest): Promise<void> {
     const r = req.recipients;
     if (!r) return;
-    const lang = this.langOf(req.uploader);
     const targets = [
       ...r.emails.map((email) => ({ channel: 'email' as const, to: email, recipient: { email } })),
       ...r.mobiles.map((mobile) => ({ channel: 'sms' as const, to: mobile, recipient: { mobile } })),
@@ -75,25 +83,103 @@ export class RecipientNotifier {
           },
           trx,
         );
-        await this.notify.enqueue(trx, {
-          channel: target.channel,
-          recipient: target.to,
-          lang,
-          kind: 'file-link',
-          fileId: s.file.id,
-          userName: req.uploader.name,
-          vars: {
-            uploader: req.uploader.name,
-            fileName: s.file.name,
-            size: formatSize(s.file.length, lang),
-            message: req.message ?? '',
-            expires: formatDateTime(s.file.expires_at, lang),
-            link: downloadUrl(this.config.baseUrl, lang, token),
-            pinRequired: this.config.recipientPin ? 'yes' : '',
-          },
-        });
+        await this.sendLink(trx, s.file, req.uploader, target.channel, target.to, token);
       }
     }
+  }
+
+  /** Queues the 'file-link' message of one recipient link (in the caller's transaction). */
+  private sendLink(
+    trx: Db,
+    file: FileRow,
+    uploader: UserRow,
+    channel: 'email' | 'sms',
+    to: string,
+    token: string,
+  ): Promise<number> {
+    const lang = this.langOf(uploader);
+    return this.notify.enqueue(trx, {
+      channel,
+      recipient: to,
+      lang,
+      kind: 'file-link',
+      fileId: file.id,
+      userName: uploader.name,
+      vars: {
+        uploader: uploader.name,
+        fileName: file.name,
+        size: formatSize(file.length, lang),
+        message: file.message ?? '',
+        expires: formatDateTime(file.expires_at, lang),
+        link: downloadUrl(this.config.baseUrl, lang, token),
+        pinRequired: this.config.recipientPin ? 'yes' : '',
+      },
+    });
+  }
+
+  /**
+   * The sender asks for a recipient's message again (a failed one, or one that never arrived).
+   * `to` is the recipient's address or their id in `recipients`. Unknown → 404; the file no longer
+   * in the area, or its message still being sent → 409; within RESEND_SECONDS of the last message
+   * unless that one failed → 429.
+   */
+  async resend(owned: FileWithLink, to: string, remote: string | null): Promise<LinkRow> {
+    const { file } = owned;
+    if (file.state !== 'area') throw new AppError(409, 'the file is no longer in the area');
+    const wanted = to.trim();
+    const mobile = normalizeMobile(wanted);
+    const links = await this.db
+      .selectFrom('links')
+      .selectAll()
+      .where('file_id', '=', file.id)
+      .where('kind', '=', 'recipient')
+      .execute();
+    const link = links.find(
+      (l) =>
+        String(l.id) === wanted ||
+        (l.recipient_email !== null && l.recipient_email === wanted.toLowerCase()) ||
+        (l.recipient_mobile !== null && l.recipient_mobile === mobile),
+    );
+    if (!link || link.revoked) throw new AppError(404, 'to: not a recipient of this file');
+    const uploader = await this.users.byId(file.uploader_id);
+    if (!uploader) throw new AppError(409, "the file's sender no longer exists");
+    const { channel, address } = addressOf(link);
+    await this.db.transaction().execute(async (trx) => {
+      // One resend at a time per area, on every instance: the check below cannot race itself.
+      await this.store.lockArea(trx, file.owner_id);
+      const last = await trx
+        .selectFrom('outbox')
+        .select(['status', 'created_at'])
+        .where('file_id', '=', file.id)
+        .where('kind', '=', 'file-link')
+        .where('recipient', '=', address)
+        .orderBy('id', 'desc')
+        .executeTakeFirst();
+      if (last?.status === 'pending') throw new AppError(409, 'the message is still being sent');
+      // A failed message may be sent again at once; one that went out, once a minute at most.
+      const wait =
+        last && last.status !== 'failed'
+          ? Math.ceil((last.created_at + RESEND_SECONDS * 1000 - this.clock.now()) / 1000)
+          : 0;
+      if (wait > 0) {
+        throw new AppError(429, `sent less than ${RESEND_SECONDS}s ago; retry in ${wait}s`, {
+          'Retry-After': String(wait),
+        });
+      }
+      await this.sendLink(trx, file, uploader, channel, address, this.keys.unseal(link.token_sealed));
+      await this.audit.record(
+        {
+          event: 'link.resent',
+          user: uploader.name,
+          remote,
+          fileId: file.id,
+          detail: { link: link.id, channel, to: address },
+        },
+        trx,
+      );
+    });
+    this.notify.kick();
+    return link;
   }
 
   /**

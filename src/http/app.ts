@@ -17,10 +17,12 @@ import { limitBodyTime, limitConnectionsPerAddress, rawErrorResponse } from './c
 import { errorEnvelope, oauthError } from './presenters.js';
 import { databaseRateLimitStore } from './rate-limit-store.js';
 import { authRoutes } from './routes/auth.js';
+import { deliveryRoutes } from './routes/delivery.js';
 import { fileRoutes } from './routes/files.js';
 import { portalRoutes } from './routes/portal.js';
 import { recoveryRoutes } from './routes/recovery.js';
 import { secureLinkRoutes } from './routes/secure-links.js';
+import { webhookRoutes } from './routes/webhooks.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -210,6 +212,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       await api.register(recoveryRoutes);
       await api.register(fileRoutes);
       await api.register(secureLinkRoutes);
+      await api.register(deliveryRoutes);
+      await api.register(webhookRoutes);
     },
     { prefix: config.apiPath },
   );

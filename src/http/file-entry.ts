@@ -1,7 +1,9 @@
-// The File entry of interface §2.3 (plus `sha256` and `expires`, DESIGN §4), in one place.
+// The File entry of interface §2.3 (plus `sha256` and `expires`, DESIGN §4, and for the owner
+// `recipients` when the file was announced to someone, issue 16), in one place.
 import type { FileWithToken } from '../files/file-service.js';
+import type { RecipientStatus } from '../files/tracking.js';
 
-export function fileEntry(baseUrl: string, lang: string, f: FileWithToken) {
+export function fileEntry(baseUrl: string, lang: string, f: FileWithToken, recipients?: RecipientStatus[]) {
   const backup = f.file.state === 'backup';
   const linkURL = backup
     ? `${baseUrl}/download/file/backup?lang=${lang}&z=${f.token}`
@@ -14,5 +16,6 @@ export function fileEntry(baseUrl: string, lang: string, f: FileWithToken) {
     linkURL,
     sha256: f.file.sha256,
     expires: backup ? f.file.purge_at : f.file.expires_at,
+    ...(recipients?.length ? { recipients } : {}),
   };
 }

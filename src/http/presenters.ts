@@ -16,7 +16,12 @@ export interface Envelope {
   detail?: string;
 }
 
-export type Handler = 'handlerDownloadList' | 'handlerAuthLogin' | 'handlerAuthForget' | 'handlerAuthLogout';
+export type Handler =
+  | 'handlerDownloadList'
+  | 'handlerAuthLogin'
+  | 'handlerAuthForget'
+  | 'handlerAuthLogout'
+  | 'handlerWebhooks';
 
 export function successEnvelope<T extends object>(handler: Handler, user: string | null, extra: T) {
   const base: Envelope = {

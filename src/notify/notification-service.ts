@@ -4,6 +4,8 @@
 // (safe across several instances), sends them and retries with exponential backoff. A channel with
 // no transport configured gets its message written to the log with secrets masked and kept in the
 // outbox with status 'logged' (read it in full with `remessa outbox show ID`).
+// Webhook events (src/webhooks/) ride the same outbox on channel 'webhook': enqueueRaw() stores a
+// body rendered by the caller; their delivery is ordered per subscription and file.
 import type { AuditLog } from '../audit/audit-log.js';
 import type { Clock } from '../clock.js';
 import type { Lang } from '../config.js';
@@ -13,7 +15,25 @@ import { type Logger, redactUrl } from '../logger.js';
 import type { Keys } from '../security/keys.js';
 import type { BackgroundJob } from '../worker.js';
 import type { Channel, NotificationKind, Templates } from './templates.js';
-import type { Transport } from './transports.js';
+import { type OutboxChannel, PermanentFailure, type Transport } from './transports.js';
+
+export type { OutboxChannel };
+
+/**
+ * Channels whose messages go out in order per (recipient, file): a message waits while an earlier
+ * one to the same recipient about the same file is still pending (webhook events, issue 16).
+ */
+const ORDERED: readonly OutboxChannel[] = ['webhook'];
+
+/** A message rendered by its producer, e.g. a webhook event body (it must carry no secret). */
+export interface RawMessage {
+  channel: OutboxChannel;
+  recipient: string;
+  kind: string;
+  text: string;
+  fileId?: number | null;
+  userName?: string | null;
+}
 
 export interface NotificationRequest {
   channel: Channel;
@@ -43,6 +63,7 @@ export interface OutboxEntry {
   userName: string | null;
   createdAt: number;
   sentAt: number | null;
+  lastAttemptAt: number | null;
 }
 
 export interface OutboxMessage extends OutboxEntry {
@@ -54,6 +75,8 @@ export interface OutboxMessage extends OutboxEntry {
 export interface NotifyOptions {
   retrySeconds: number;
   maxAttempts: number;
+  /** A different number of attempts for some channels (webhooks ride out longer outages). */
+  maxAttemptsByChannel?: Partial<Record<OutboxChannel, number>>;
   /** false: enqueue does not start a delivery pass (tests drive the job by hand). */
   autoKick: boolean;
 }
@@ -82,6 +105,8 @@ export class NotificationService {
   private pass: Promise<void> | null = null;
   private again = false;
   private stopped = false;
+  /** Messages this instance stored so far: a pass that queued more runs again. */
+  private inserted = 0;
 
   constructor(
     private readonly db: Db,
@@ -90,7 +115,7 @@ export class NotificationService {
     private readonly audit: AuditLog,
     private readonly log: Logger,
     private readonly templates: Templates,
-    private readonly transports: Record<Channel, Transport | null>,
+    private readonly transports: Partial<Record<OutboxChannel, Transport | null>>,
     private readonly opts: NotifyOptions,
   ) {}
 
@@ -109,36 +134,67 @@ export class NotificationService {
     const maskedRender = await this.templates.render(channel, lang, kind, maskedVars);
     const masked = { subject: scrub(maskedRender.subject, vars), text: scrub(maskedRender.text, vars) };
     const payload: SealedPayload = { lang, subject: rendered.subject, text: rendered.text, masked };
+    const id = await this.insert(
+      db,
+      { channel, recipient, kind, fileId: message.fileId, userName: message.userName },
+      payload,
+    );
+    await this.audit.record(
+      {
+        event: 'notify.queued',
+        user: message.userName ?? null,
+        fileId: message.fileId ?? null,
+        detail: { outbox: id, channel, kind, to: recipient },
+      },
+      db,
+    );
+    if (!db.isTransaction) this.kick();
+    return id;
+  }
+
+  /**
+   * Stores a message its producer rendered (a webhook event). Not audited as queued: the event's
+   * own audit row is written in the same transaction. Same kick rule as enqueue().
+   */
+  async enqueueRaw(db: Db, message: RawMessage): Promise<number> {
+    const { text } = message;
+    const id = await this.insert(db, message, {
+      lang: 'en',
+      subject: message.kind,
+      text,
+      masked: { subject: message.kind, text },
+    });
+    if (!db.isTransaction) this.kick();
+    return id;
+  }
+
+  private async insert(
+    db: Db,
+    m: Pick<RawMessage, 'channel' | 'recipient' | 'kind' | 'fileId' | 'userName'>,
+    payload: SealedPayload,
+  ): Promise<number> {
     const now = this.clock.now();
     const row = await db
       .insertInto('outbox')
       .values({
-        channel,
-        recipient,
-        kind,
+        channel: m.channel,
+        recipient: m.recipient,
+        kind: m.kind,
         payload: this.keys.seal(JSON.stringify(payload)),
         status: 'pending',
         attempts: 0,
         next_attempt_at: now,
         claimed_until: 0,
         last_error: null,
-        file_id: message.fileId ?? null,
-        user_name: message.userName ?? null,
+        file_id: m.fileId ?? null,
+        user_name: m.userName ?? null,
         created_at: now,
         sent_at: null,
+        last_attempt_at: null,
       })
       .returning('id')
       .executeTakeFirstOrThrow();
-    await this.audit.record(
-      {
-        event: 'notify.queued',
-        user: message.userName ?? null,
-        fileId: message.fileId ?? null,
-        detail: { outbox: row.id, channel, kind, to: recipient },
-      },
-      db,
-    );
-    if (!db.isTransaction) this.kick();
+    this.inserted++;
     return row.id;
   }
 
@@ -170,8 +226,20 @@ export class NotificationService {
     };
   }
 
-  /** One pass: claim every due message (lease), send it, record the outcome. */
+  /**
+   * Claims every due message (lease), sends it, records the outcome. A message held back behind an
+   * earlier one of its ordered sequence gets another pass once that one is done.
+   */
   async deliverDue(): Promise<void> {
+    for (;;) {
+      const inserted = this.inserted;
+      const { delivered, heldBack } = await this.passOnce();
+      // Outcomes may have queued webhook events (notification.sent): send those in this call too.
+      if (!delivered || this.stopped || (!heldBack && this.inserted === inserted)) return;
+    }
+  }
+
+  private async passOnce(): Promise<{ delivered: boolean; heldBack: boolean }> {
     const now = this.clock.now();
     const due = await this.db
       .selectFrom('outbox')
@@ -184,17 +252,24 @@ export class NotificationService {
       .limit(BATCH)
       .execute();
     const ids = due.map((r) => r.id);
+    let delivered = false;
+    let heldBack = false;
     const worker = async () => {
       for (let id = ids.shift(); id !== undefined && !this.stopped; id = ids.shift()) {
         const row = await this.claim(id);
-        if (row) await this.deliver(row);
+        if (row === 'held') heldBack = true;
+        else if (row && (await this.deliver(row))) delivered = true;
       }
     };
     await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+    return { delivered, heldBack };
   }
 
-  /** Takes the lease on a message unless another instance holds it or it is no longer pending. */
-  private async claim(id: number): Promise<OutboxRow | undefined> {
+  /**
+   * Takes the lease on a message unless another instance holds it or it is no longer pending; for
+   * an ordered channel, also unless an earlier message of its sequence is still pending ('held').
+   */
+  private async claim(id: number): Promise<OutboxRow | 'held' | undefined> {
     const now = this.clock.now();
     const res = await this.db
       .updateTable('outbox')
@@ -202,85 +277,138 @@ export class NotificationService {
       .where('id', '=', id)
       .where('status', '=', 'pending')
       .where('claimed_until', '<', now)
+      .where(({ eb, or, not, exists, selectFrom }) =>
+        or([
+          eb('channel', 'not in', ORDERED),
+          eb('file_id', 'is', null),
+          not(
+            exists(
+              selectFrom('outbox as earlier')
+                .select('earlier.id')
+                .where('earlier.status', '=', 'pending')
+                .whereRef('earlier.file_id', '=', 'outbox.file_id')
+                .whereRef('earlier.recipient', '=', 'outbox.recipient')
+                .whereRef('earlier.channel', '=', 'outbox.channel')
+                .whereRef('earlier.id', '<', 'outbox.id'),
+            ),
+          ),
+        ]),
+      )
       .executeTakeFirst();
-    if (Number(res.numUpdatedRows) !== 1) return undefined;
+    if (Number(res.numUpdatedRows) !== 1) {
+      const row = await this.db
+        .selectFrom('outbox')
+        .select(['status', 'claimed_until', 'channel'])
+        .where('id', '=', id)
+        .executeTakeFirst();
+      const held =
+        row?.status === 'pending' &&
+        row.claimed_until < now &&
+        ORDERED.includes(row.channel as OutboxChannel);
+      return held ? 'held' : undefined;
+    }
     return this.db.selectFrom('outbox').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
-  private async deliver(row: OutboxRow): Promise<void> {
+  /** Sends one claimed message and records the outcome; true when it went out (or was logged). */
+  private async deliver(row: OutboxRow): Promise<boolean> {
     const about = { outbox: row.id, channel: row.channel, kind: row.kind, to: row.recipient };
     let payload: SealedPayload;
     try {
       payload = JSON.parse(this.keys.unseal(row.payload)) as SealedPayload;
     } catch {
       // Sealed with another secret: no retry can help.
-      return this.fail(row, row.attempts + 1, 'cannot unseal the message (server secret changed?)', true);
+      await this.fail(row, 'cannot unseal the message (server secret changed?)', true);
+      return false;
     }
-    const transport = this.transports[row.channel as Channel] ?? null;
+    const transport = this.transports[row.channel as OutboxChannel] ?? null;
     if (!transport) {
       const missing = row.channel === 'email' ? 'REMESSA_SMTP_URL' : 'REMESSA_SMS_PROVIDER';
       this.log.warn(
         { ...about, subject: payload.masked.subject, text: payload.masked.text },
         `notification not sent (${missing} is not set); secrets masked here, full text: remessa outbox show ${row.id}`,
       );
-      await this.finish(row, 'logged', null);
-      await this.audit.record({
-        event: 'notify.logged',
-        user: row.user_name,
-        fileId: row.file_id,
-        detail: about,
-      });
-      return;
+      await this.finish(row, 'logged', 'notify.logged', about);
+      return true;
     }
     try {
       await transport.send({
-        channel: row.channel as Channel,
+        channel: row.channel as OutboxChannel,
         to: row.recipient,
         subject: payload.subject,
         text: payload.text,
       });
     } catch (err) {
-      return this.fail(row, row.attempts + 1, describeError(err), false);
+      await this.fail(row, describeError(err), err instanceof PermanentFailure);
+      return false;
     }
-    await this.finish(row, 'sent', null);
+    await this.finish(row, 'sent', 'notify.sent', { ...about, via: transport.name });
     this.log.info({ ...about, via: transport.name }, 'notification sent');
-    await this.audit.record({
-      event: 'notify.sent',
-      user: row.user_name,
-      fileId: row.file_id,
-      detail: { ...about, via: transport.name },
+    return true;
+  }
+
+  /**
+   * The status and its audit row commit together, so whatever the audit row sets off (a webhook
+   * event about this notification) is never lost nor sent for an outcome that did not stick.
+   */
+  private async finish(
+    row: OutboxRow,
+    status: OutboxStatus,
+    event: 'notify.sent' | 'notify.logged',
+    detail: Record<string, unknown>,
+  ): Promise<void> {
+    const now = this.clock.now();
+    await this.db.transaction().execute(async (trx) => {
+      await trx
+        .updateTable('outbox')
+        .set({
+          status,
+          attempts: row.attempts + 1,
+          sent_at: now,
+          last_attempt_at: now,
+          claimed_until: 0,
+          last_error: null,
+        })
+        .where('id', '=', row.id)
+        .execute();
+      await this.audit.record(
+        {
+          event,
+          user: row.user_name,
+          fileId: row.file_id,
+          detail: { ...detail, attempts: row.attempts + 1 },
+        },
+        trx,
+      );
     });
   }
 
-  private async finish(row: OutboxRow, status: OutboxStatus, error: string | null): Promise<void> {
-    await this.db
-      .updateTable('outbox')
-      .set({
-        status,
-        attempts: row.attempts + 1,
-        sent_at: this.clock.now(),
-        claimed_until: 0,
-        last_error: error,
-      })
-      .where('id', '=', row.id)
-      .execute();
+  private maxAttempts(channel: string): number {
+    return this.opts.maxAttemptsByChannel?.[channel as OutboxChannel] ?? this.opts.maxAttempts;
   }
 
-  private async fail(row: OutboxRow, attempts: number, error: string, permanent: boolean): Promise<void> {
+  private async fail(row: OutboxRow, error: string, permanent: boolean): Promise<void> {
     const about = { outbox: row.id, channel: row.channel, kind: row.kind, to: row.recipient };
-    if (permanent || attempts >= this.opts.maxAttempts) {
-      await this.db
-        .updateTable('outbox')
-        .set({ status: 'failed', attempts, claimed_until: 0, last_error: error })
-        .where('id', '=', row.id)
-        .execute();
-      this.log.error({ ...about, attempts, error }, 'notification failed for good');
-      await this.audit.record({
-        event: 'notify.failed',
-        user: row.user_name,
-        fileId: row.file_id,
-        detail: { ...about, attempts, error },
+    const attempts = row.attempts + 1;
+    const now = this.clock.now();
+    if (permanent || attempts >= this.maxAttempts(row.channel)) {
+      await this.db.transaction().execute(async (trx) => {
+        await trx
+          .updateTable('outbox')
+          .set({ status: 'failed', attempts, last_attempt_at: now, claimed_until: 0, last_error: error })
+          .where('id', '=', row.id)
+          .execute();
+        await this.audit.record(
+          {
+            event: 'notify.failed',
+            user: row.user_name,
+            fileId: row.file_id,
+            detail: { ...about, attempts, error },
+          },
+          trx,
+        );
       });
+      this.log.error({ ...about, attempts, error }, 'notification failed for good');
       return;
     }
     const delay = Math.min(MAX_BACKOFF_MS, this.opts.retrySeconds * 1000 * 2 ** (attempts - 1));
@@ -288,7 +416,8 @@ export class NotificationService {
       .updateTable('outbox')
       .set({
         attempts,
-        next_attempt_at: this.clock.now() + delay,
+        next_attempt_at: now + delay,
+        last_attempt_at: now,
         claimed_until: 0,
         last_error: error,
       })
@@ -356,5 +485,6 @@ function entryOf(row: OutboxRow): OutboxEntry {
     userName: row.user_name,
     createdAt: row.created_at,
     sentAt: row.sent_at,
+    lastAttemptAt: row.last_attempt_at,
   };
 }

@@ -5,8 +5,11 @@ import type { Transporter } from 'nodemailer';
 import { type Config, ConfigError } from '../config.js';
 import type { Channel } from './templates.js';
 
+/** What the outbox carries: messages to people (e-mail, SMS) and webhook events to systems. */
+export type OutboxChannel = Channel | 'webhook';
+
 export interface OutgoingMessage {
-  channel: Channel;
+  channel: OutboxChannel;
   to: string;
   subject: string;
   text: string;
@@ -18,6 +21,9 @@ export interface Transport {
   send(message: OutgoingMessage): Promise<void>;
   close(): void;
 }
+
+/** Thrown by a transport when no retry can help (e.g. a webhook receiver answered 410 Gone). */
+export class PermanentFailure extends Error {}
 
 const SEND_TIMEOUT_MS = 30_000;
 

@@ -121,6 +121,24 @@ export class HttpPeer {
     return peer;
   }
 
+  /** Stops answering (connections are refused) until resume(): a receiver outage. */
+  pause(): Promise<void> {
+    this.server.closeAllConnections();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+
+  /** Listens again on the same port. */
+  resume(): Promise<void> {
+    const port = Number(new URL(this.url).port);
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, '127.0.0.1', () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+  }
+
   async waitFor(count: number, timeoutMs = 10_000): Promise<CapturedRequest[]> {
     const deadline = Date.now() + timeoutMs;
     while (this.requests.length < count) {

@@ -50,7 +50,7 @@ function malformed(err: unknown): Error {
 }
 
 export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const { files, config, notify, secureLinks } = app.services;
+  const { files, config, notify, secureLinks, tracking } = app.services;
 
   await app.register(multipart, {
     limits: {
@@ -135,9 +135,10 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
         discardRestOfBody(request.raw);
         throw bodyStreams.some((s) => s.errored === err) ? malformed(err) : err;
       }
-      if (recipients) notify.kick(); // the recipients' messages were committed with the files
+      notify.kick(); // messages and webhook events were committed with the files
+      const status = await tracking.recipientsOf(stored.map((s) => s.file.id));
       return successEnvelope('handlerDownloadList', uploader.name, {
-        files: stored.map((s) => fileEntry(config.baseUrl, uploader.lang, s)),
+        files: stored.map((s) => fileEntry(config.baseUrl, uploader.lang, s, status.get(s.file.id))),
       });
     },
   );
@@ -189,8 +190,9 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const user = currentUser(request);
       const page = Number(request.query.page);
       const rows = await files.list(user, area, page);
+      const status = await tracking.recipientsOf(rows.map((r) => r.file.id));
       return successEnvelope('handlerDownloadList', user.name, {
-        files: rows.map((r) => fileEntry(config.baseUrl, user.lang, r)),
+        files: rows.map((r) => fileEntry(config.baseUrl, user.lang, r, status.get(r.file.id))),
       });
     });
   }

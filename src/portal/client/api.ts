@@ -18,6 +18,17 @@ export interface FileEntry {
   length: number;
   modified: number;
   linkURL: string;
+  /** the owner's view of who was told about the file (docs/webhooks.md, delivery tracking) */
+  recipients?: RecipientStatus[];
+}
+
+export interface RecipientStatus {
+  id: number;
+  address: string;
+  channel: 'email' | 'sms';
+  status: 'pending' | 'sent' | 'failed';
+  reason: string | null;
+  downloads: { count: number; complete: boolean; last: number | null };
 }
 
 export class ApiError extends Error {

@@ -1,6 +1,8 @@
 // Received (GET {base}/download/list?page=N) and Backup (GET {base}/download/list/backup?page=N):
-// name, size, date and a download link per file, 100 files a page with previous/next.
-import { call, errorText, type FileEntry } from '../api.js';
+// name, size, date and a download link per file, 100 files a page with previous/next. Under a file
+// that was announced to recipients: who, whether the message went out, whether they downloaded,
+// and "Resend" (POST {base}/download/resend?k=<owner token>&to=<recipient id>).
+import { call, errorText, type FileEntry, type RecipientStatus } from '../api.js';
 import { h, notice, pageHeading, put, swap } from '../dom.js';
 import { formatDate, formatSize } from '../format.js';
 import { t } from '../i18n.js';
@@ -19,7 +21,78 @@ export function directDownloadUrl(linkURL: string): string {
   return url.toString();
 }
 
-function table(files: FileEntry[]): HTMLElement {
+function deliveryText(r: RecipientStatus): string {
+  if (r.status === 'sent') return t('deliverySent');
+  if (r.status === 'failed') return t('deliveryFailed', { reason: r.reason ?? '' });
+  return t('deliveryPending');
+}
+
+function downloadText(r: RecipientStatus): string {
+  if (r.downloads.complete)
+    return t('downloadedTimes', { count: r.downloads.count, date: formatDate(r.downloads.last ?? 0) });
+  return r.downloads.count > 0 ? t('downloadStarted') : t('notDownloaded');
+}
+
+/** The row under a file listing its recipients, each with a Resend button once not pending. */
+function recipientsRow(f: FileEntry, recipients: RecipientStatus[], refresh: () => void): HTMLElement {
+  const k = new URL(f.linkURL, location.href).searchParams.get('k') ?? '';
+  const status = h('p', { role: 'status', class: 'hint' });
+  const resend = (r: RecipientStatus, button: HTMLButtonElement) => {
+    button.disabled = true;
+    call('/download/resend', { method: 'POST', query: { k, to: String(r.id) } }).then(
+      () => {
+        swap(status, t('resent', { address: r.address }));
+        setTimeout(refresh, 1500);
+      },
+      (err: unknown) => {
+        button.disabled = false;
+        swap(status, notice('error', errorText(err)));
+      },
+    );
+  };
+  return h(
+    'tr',
+    { class: 'recipients' },
+    h(
+      'td',
+      { colspan: 4 },
+      h(
+        'ul',
+        { 'aria-label': t('recipientsOf', { name: f.name }) },
+        recipients.map((r) => {
+          const button =
+            r.status === 'pending'
+              ? null
+              : h(
+                  'button',
+                  {
+                    type: 'button',
+                    class: 'secondary small',
+                    'aria-label': t('resendTo', { address: r.address }),
+                  },
+                  t('resend'),
+                );
+          button?.addEventListener('click', () => resend(r, button));
+          return h(
+            'li',
+            { class: `delivery ${r.status}` },
+            h(
+              'span',
+              { class: 'address' },
+              `${r.address} (${t(r.channel === 'email' ? 'channelEmail' : 'channelSms')})`,
+            ),
+            h('span', { class: 'state message' }, deliveryText(r)),
+            h('span', { class: 'state' }, downloadText(r)),
+            button,
+          );
+        }),
+      ),
+      status,
+    ),
+  );
+}
+
+function table(files: FileEntry[], refresh: () => void): HTMLElement {
   return h(
     'table',
     { class: 'files' },
@@ -38,7 +111,7 @@ function table(files: FileEntry[]): HTMLElement {
     h(
       'tbody',
       {},
-      files.map((f) =>
+      files.flatMap((f) => [
         h(
           'tr',
           {},
@@ -56,7 +129,8 @@ function table(files: FileEntry[]): HTMLElement {
             ),
           ),
         ),
-      ),
+        f.recipients?.length ? recipientsRow(f, f.recipients, refresh) : null,
+      ]),
     ),
   );
 }
@@ -85,7 +159,7 @@ export function renderFileList(ctx: PageContext, area: 'area' | 'backup'): void 
       const more = files.length >= PAGE_SIZE;
       swap(
         body,
-        files.length ? table(files) : h('p', {}, t('noFilesHere')),
+        files.length ? table(files, () => ctx.refresh()) : h('p', {}, t('noFilesHere')),
         page > 1 || more
           ? h(
               'nav',

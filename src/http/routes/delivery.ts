@@ -1,0 +1,63 @@
+// (ext) Delivery tracking for the sender (issue 16): GET {base}/download/status?k=<owner token>
+// lists the file's recipients (message status, downloads); POST {base}/download/resend?k=…&to=…
+// sends one recipient's message again. The owner's link token is the credential, as for the
+// download itself; limited per client address as the other anonymous link endpoints.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { badRequest } from '../../errors.js';
+import { successEnvelope } from '../presenters.js';
+
+const StatusQuery = Type.Object({
+  k: Type.Optional(Type.String({ maxLength: 512 })),
+});
+
+const ResendQuery = Type.Object({
+  k: Type.Optional(Type.String({ maxLength: 512 })),
+  to: Type.Optional(Type.String({ maxLength: 254 })),
+});
+
+const limit = { rateLimit: { max: 60, timeWindow: '1 minute' } };
+
+export const deliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { tracking, recipients, users } = app.services;
+
+  async function statusOf(fileId: number, ownerId: number) {
+    const owner = await users.byId(ownerId);
+    return {
+      owner: owner?.name ?? null,
+      recipients: (await tracking.recipientsOf([fileId])).get(fileId) ?? [],
+    };
+  }
+
+  app.get(
+    '/download/status',
+    { schema: { querystring: StatusQuery }, config: limit },
+    async (request, reply) => {
+      const { file } = await tracking.byOwnerToken(request.query.k);
+      const { owner, recipients: list } = await statusOf(file.id, file.owner_id);
+      return reply
+        .header('Cache-Control', 'no-store')
+        .send(
+          successEnvelope('handlerDownloadList', owner, { id: file.id, name: file.name, recipients: list }),
+        );
+    },
+  );
+
+  app.post(
+    '/download/resend',
+    { schema: { querystring: ResendQuery }, config: limit },
+    async (request, reply) => {
+      const owned = await tracking.byOwnerToken(request.query.k);
+      if (!request.query.to?.trim()) throw badRequest('to: recipient required');
+      await recipients.resend(owned, request.query.to, request.ip);
+      const { owner, recipients: list } = await statusOf(owned.file.id, owned.file.owner_id);
+      return reply.header('Cache-Control', 'no-store').send(
+        successEnvelope('handlerDownloadList', owner, {
+          id: owned.file.id,
+          name: owned.file.name,
+          recipients: list,
+        }),
+      );
+    },
+  );
+};

@@ -1,0 +1,52 @@
+// (ext) The signed-in user's webhook subscriptions (issue 16, docs/webhooks.md):
+// GET {base}/webhooks lists them; POST {base}/webhooks with `url` and optional `events` (JSON or
+// form body) adds one and shows its signing secret once; DELETE {base}/webhooks?id=
+// removes one. Basic or Bearer, like the other per-user endpoints.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { currentUser, requireUser } from '../auth-hooks.js';
+import { successEnvelope } from '../presenters.js';
+
+const NewWebhook = Type.Object({
+  url: Type.String({ maxLength: 2000 }),
+  events: Type.Optional(
+    Type.Union([
+      Type.String({ maxLength: 1000 }),
+      Type.Array(Type.String({ maxLength: 64 }), { maxItems: 20 }),
+    ]),
+  ),
+});
+
+const DeleteQuery = Type.Object({
+  id: Type.String({ pattern: '^[1-9][0-9]{0,9}$' }),
+});
+
+export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { webhooks } = app.services;
+  const noStore = { 'Cache-Control': 'no-store' };
+
+  app.get('/webhooks', { preHandler: requireUser }, async (request, reply) => {
+    const user = currentUser(request);
+    const list = (await webhooks.list(user)).map(({ userId: _, ...w }) => w);
+    return reply.headers(noStore).send(successEnvelope('handlerWebhooks', user.name, { webhooks: list }));
+  });
+
+  app.post('/webhooks', { schema: { body: NewWebhook }, preHandler: requireUser }, async (request, reply) => {
+    const user = currentUser(request);
+    const { webhook, secret } = await webhooks.add(user, request.body.url, request.body.events);
+    const { userId: _, ...shown } = webhook;
+    return reply
+      .headers(noStore)
+      .send(successEnvelope('handlerWebhooks', user.name, { webhook: { ...shown, secret } }));
+  });
+
+  app.delete(
+    '/webhooks',
+    { schema: { querystring: DeleteQuery }, preHandler: requireUser },
+    async (request, reply) => {
+      const user = currentUser(request);
+      await webhooks.remove(Number(request.query.id), user);
+      return reply.headers(noStore).send(successEnvelope('handlerWebhooks', user.name, {}));
+    },
+  );
+};
