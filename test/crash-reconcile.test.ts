@@ -42,7 +42,10 @@ test(`kill -9 during concurrent uploads, ${ROUNDS} rounds: after restart blobs =
   try {
     for (let round = 1; round <= ROUNDS; round++) {
       child = spawn(process.execPath, [bin, 'serve'], { env, stdio: 'ignore' });
-      await eventually(async () => (await fetch(`${base}/nothing`).catch(() => null))?.status === 404, 60_000);
+      await eventually(
+        async () => (await fetch(`${base}/nothing`).catch(() => null))?.status === 404,
+        60_000,
+      );
       let running = true;
       const before = acknowledged.size;
       const client = async (n: number) => {
