@@ -3,49 +3,25 @@
 // reconciliation must leave exactly one blob per file row, no temp file and no write intent, and
 // every upload that was acknowledged must still be there, byte for byte.
 import assert from 'node:assert/strict';
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { test } from 'node:test';
 import { bytes, footprint } from './helpers/files.js';
 import { eventually } from './helpers/peers.js';
-import { basic, freePort, startTestServer } from './helpers/server.js';
+import { basic, startChildServer, startTestServer } from './helpers/server.js';
 
 const ROUNDS = 6;
 const CLIENTS = 8;
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
 test(`kill -9 during concurrent uploads, ${ROUNDS} rounds: after restart blobs = rows, no temp files, nothing acknowledged lost`, async () => {
-  const dataDir = await mkdtemp(path.join(tmpdir(), 'remessa-kill-'));
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}/v1`;
-  const env = {
-    ...process.env,
-    REMESSA_DATA_DIR: dataDir,
-    REMESSA_PORT: String(port),
-    REMESSA_HOST: '127.0.0.1',
-    REMESSA_BASE_URL: base,
-    REMESSA_SECRET: 'kill-test-secret-kill-test-secret',
-    REMESSA_LOG_LEVEL: 'warn',
-  };
-  const bin = path.resolve('bin/remessa.js');
-  execFileSync(process.execPath, [bin, 'user', 'add', 'crash', '--password-stdin'], {
-    env,
-    input: 'crash-password\n',
-  });
+  const child = await startChildServer({ user: { name: 'crash', password: 'crash-password' } });
+  const { base, dataDir } = child;
   const auth = basic('crash', 'crash-password');
   /** sha256 of every acknowledged upload, by file id */
   const acknowledged = new Map<number, string>();
-  let child: ChildProcess | null = null;
   try {
     for (let round = 1; round <= ROUNDS; round++) {
-      child = spawn(process.execPath, [bin, 'serve'], { env, stdio: 'ignore' });
-      await eventually(
-        async () => (await fetch(`${base}/nothing`).catch(() => null))?.status === 404,
-        60_000,
-      );
+      await child.start();
       let running = true;
       const before = acknowledged.size;
       const client = async (n: number) => {
@@ -70,15 +46,13 @@ test(`kill -9 during concurrent uploads, ${ROUNDS} rounds: after restart blobs =
       const clients = Array.from({ length: CLIENTS }, (_, n) => client(n));
       // Kill once this round has a few acknowledged uploads, with the others still streaming.
       await eventually(async () => acknowledged.size >= before + 3 + round);
-      child.kill('SIGKILL');
-      await new Promise((r) => child!.once('exit', r));
-      child = null;
+      await child.kill();
       running = false;
       await Promise.all(clients);
     }
 
     // The next start reconciles what the last kill left.
-    const t = await startTestServer({ dataDir, env: { REMESSA_SECRET: env.REMESSA_SECRET } });
+    const t = await startTestServer({ dataDir, env: { REMESSA_SECRET: child.env.REMESSA_SECRET! } });
     try {
       const fp = await footprint(t);
       assert.equal(fp.temps, 0, 'no temp files');
@@ -98,7 +72,6 @@ test(`kill -9 during concurrent uploads, ${ROUNDS} rounds: after restart blobs =
       await t.close();
     }
   } finally {
-    child?.kill('SIGKILL');
-    await rm(dataDir, { recursive: true, force: true });
+    await child.close();
   }
 });

@@ -1,7 +1,7 @@
 // Nothing lost, nothing half-written (issue 3 robustness): size limit mid-stream, client abort, a
 // full disk, kill -9 mid-upload, and damaged contents detected on download.
 import assert from 'node:assert/strict';
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, open, readdir, rm, truncate, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
@@ -10,7 +10,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { bytes, type FileEntry, footprint, uploadMultipart, uploadRaw } from './helpers/files.js';
 import { eventually } from './helpers/peers.js';
-import { basic, call, freePort, startTestServer, type TestServer } from './helpers/server.js';
+import { basic, call, startChildServer, startTestServer, type TestServer } from './helpers/server.js';
 
 const MiB = 1024 * 1024;
 
@@ -176,40 +176,19 @@ describe('a full disk', () => {
 
 describe('a crash mid-upload', () => {
   test('kill -9 leaves a temp file; the next start removes it and nothing else', async () => {
-    const dataDir = await mkdtemp(path.join(tmpdir(), 'remessa-crash-'));
-    const port = await freePort();
-    const base = `http://127.0.0.1:${port}/v1`;
-    const env = {
-      ...process.env,
-      REMESSA_DATA_DIR: dataDir,
-      REMESSA_PORT: String(port),
-      REMESSA_HOST: '127.0.0.1',
-      REMESSA_BASE_URL: base,
-      REMESSA_SECRET: 'crash-test-secret-crash-test',
-      REMESSA_LOG_LEVEL: 'warn',
-    };
-    const bin = path.resolve('bin/remessa.js');
-    execFileSync(process.execPath, [bin, 'user', 'add', 'crash', '--password-stdin'], {
-      env,
-      input: 'crash-password\n',
-    });
-    let child: ChildProcess | null = spawn(process.execPath, [bin, 'serve'], { env, stdio: 'ignore' });
+    const child = await startChildServer({ user: { name: 'crash', password: 'crash-password' } });
+    const { base, dataDir } = child;
     try {
-      await eventually(
-        async () => (await fetch(`${base}/nothing`).catch(() => null))?.status === 404,
-        60_000,
-      );
+      await child.start();
       const req = streamingUpload(base, basic('crash', 'crash-password'), 'interrupted.bin');
       req.write(randomBytes(MiB));
       const tmp = path.join(dataDir, 'tmp');
       await eventually(async () => (await readdir(tmp)).length === 1);
-      child.kill('SIGKILL');
-      await new Promise((r) => child!.once('exit', r));
-      child = null;
+      await child.kill();
       req.destroy();
       assert.equal((await readdir(tmp)).length, 1, 'the crash left a partial file');
 
-      const t = await startTestServer({ dataDir, env: { REMESSA_SECRET: env.REMESSA_SECRET } });
+      const t = await startTestServer({ dataDir, env: { REMESSA_SECRET: child.env.REMESSA_SECRET! } });
       try {
         assert.deepEqual(await footprint(t), { blobs: 0, temps: 0, files: 0, links: 0 });
         assert.ok(t.logs.some((l) => l.includes('removed partial uploads')));
@@ -217,8 +196,7 @@ describe('a crash mid-upload', () => {
         await t.close();
       }
     } finally {
-      child?.kill('SIGKILL');
-      await rm(dataDir, { recursive: true, force: true });
+      await child.close();
     }
   });
 });

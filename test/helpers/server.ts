@@ -1,5 +1,6 @@
 // The one test helper: starts the real server on a free port with a temp data dir, captures its
 // log lines (so tests can prove secrets never reach them) and cleans everything up.
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -199,4 +200,76 @@ export function errorKeys(body: Record<string, unknown>): string[] {
   return Object.keys(body)
     .filter((k) => k !== 'detail')
     .sort();
+}
+
+/** `remessa serve` as a child process (for kill -9 and descriptor-limit tests), with one user. */
+export interface ChildServer {
+  base: string;
+  origin: string;
+  dataDir: string;
+  /** the settings it runs with (a later startTestServer on the same data dir needs the secret) */
+  env: Record<string, string>;
+  /** Starts `remessa serve` and waits until it answers (a minute at most: loaded machines are slow). */
+  start(): Promise<void>;
+  /** kill -9, and waits until it is gone. */
+  kill(): Promise<void>;
+  /** Kills it if running and removes the data dir. */
+  close(): Promise<void>;
+}
+
+export async function startChildServer(opts: {
+  user: { name: string; password: string };
+  /** The soft limit on open descriptors of the server process (e.g. 1024, the usual default). */
+  maxFiles?: number;
+}): Promise<ChildServer> {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'remessa-child-'));
+  const port = await freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  const env: Record<string, string> = {
+    REMESSA_DATA_DIR: dataDir,
+    REMESSA_PORT: String(port),
+    REMESSA_HOST: '127.0.0.1',
+    REMESSA_BASE_URL: `${origin}/v1`,
+    REMESSA_SECRET: 'child-test-secret-child-test-secret',
+    REMESSA_LOG_LEVEL: 'warn',
+  };
+  const bin = path.resolve('bin/remessa.js');
+  const childEnv = { ...process.env, ...env };
+  execFileSync(process.execPath, [bin, 'user', 'add', opts.user.name, '--password-stdin'], {
+    env: childEnv,
+    input: `${opts.user.password}\n`,
+  });
+  let child: ChildProcess | null = null;
+  const kill = async () => {
+    const running = child;
+    child = null;
+    if (!running || running.exitCode !== null) return;
+    const exited = new Promise((r) => running.once('exit', r));
+    running.kill('SIGKILL');
+    await exited;
+  };
+  return {
+    base: env.REMESSA_BASE_URL!,
+    origin,
+    dataDir,
+    env,
+    async start() {
+      child =
+        opts.maxFiles === undefined
+          ? spawn(process.execPath, [bin, 'serve'], { env: childEnv, stdio: 'ignore' })
+          : spawn('sh', ['-c', `ulimit -n ${opts.maxFiles} && exec "${process.execPath}" "${bin}" serve`], {
+              env: childEnv,
+              stdio: 'ignore',
+            });
+      await eventually(
+        async () => (await fetch(`${origin}/v1/nothing`).catch(() => null))?.status === 404,
+        60_000,
+      );
+    },
+    kill,
+    async close() {
+      await kill();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
 }
