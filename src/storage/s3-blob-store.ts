@@ -1,6 +1,6 @@
 // Blob store in an S3-compatible bucket (AWS S3, Ceph RGW, MinIO…), through the AWS SDK v3.
-// Objects are `<prefix><key>`. Uploads stream through @aws-sdk/lib-storage: one PutObject for a
-// small body, a multipart upload of 8 MiB parts (4 in flight, so at most ~40 MiB buffered) for a
+// Objects are `<prefix><key>`. Uploads stream through s3-part-upload.ts: one PutObject for a
+// small body, a multipart upload of 8 MiB parts (4 in flight, 5 reused buffers: 40 MiB) for a
 // large one; on any failure the multipart upload is aborted, so nothing partial stays (a crash is
 // the exception: listPartial/discardPartial and the reconciler handle those). An object is only
 // visible once complete: S3 never shows an unfinished multipart upload.
@@ -21,7 +21,6 @@ import {
   S3Client,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
 import type { S3Config } from '../config.js';
 import { AppError } from '../errors.js';
 import {
@@ -32,6 +31,7 @@ import {
   type ListedBlob,
   type PartialWrite,
 } from './blob-store.js';
+import { uploadObject } from './s3-part-upload.js';
 
 const MiB = 1024 * 1024;
 
@@ -76,6 +76,21 @@ export class S3BlobStore implements BlobStore {
     if (s.accessKeyId && s.secretAccessKey)
       cfg.credentials = { accessKeyId: s.accessKeyId, secretAccessKey: s.secretAccessKey };
     this.client = new S3Client(cfg);
+    // Uploads are signed without their payload's SHA-256 (`UNSIGNED-PAYLOAD`, as the SDK itself does
+    // for streamed bodies): the SDK would otherwise hash every part once more, on top of the SHA-256
+    // Remessa computes of the whole file, a third of the upload's CPU. Integrity on the wire comes
+    // from TLS (use an https endpoint across any untrusted network), and REMESSA_VERIFY_DOWNLOADS=
+    // always checks every download against Remessa's SHA-256.
+    this.client.middlewareStack.add(
+      (next, context) => (args) => {
+        const headers = (args.request as { headers?: Record<string, string> } | undefined)?.headers;
+        const command = context.commandName;
+        if (headers && (command === 'UploadPartCommand' || command === 'PutObjectCommand'))
+          headers['x-amz-content-sha256'] = 'UNSIGNED-PAYLOAD';
+        return next(args);
+      },
+      { step: 'build', name: 'remessaUnsignedPayload' },
+    );
   }
 
   private objectKey(key: string): string {
@@ -102,31 +117,14 @@ export class S3BlobStore implements BlobStore {
   }
 
   async put(key: string, source: Readable): Promise<{ fingerprint: string }> {
-    const upload = new Upload({
+    const Key = this.objectKey(key);
+    await uploadObject(source, {
       client: this.client,
-      params: { Bucket: this.bucket, Key: this.objectKey(key), Body: source },
+      bucket: this.bucket,
+      key: Key,
       partSize: this.partSize,
       queueSize: this.queueSize,
-      leavePartsOnError: false,
     });
-    // lib-storage reads the body through its async iterator, which ends quietly when the stream
-    // is destroyed: the source's error must fail the upload, or a cut-off body would be stored.
-    let sourceError: unknown = null;
-    const onError = (err: unknown) => {
-      sourceError ??= err;
-      void upload.abort().catch(() => {});
-    };
-    source.once('error', onError);
-    try {
-      await upload.done();
-      if (sourceError) throw sourceError;
-    } catch (err) {
-      // done() aborts the multipart upload itself on failure; a single PutObject stores nothing.
-      await this.delete(key).catch(() => {});
-      throw sourceError ?? err;
-    } finally {
-      source.off('error', onError);
-    }
     // CompleteMultipartUpload's ETag is empty on some gateways (Ceph): ask for the real one.
     const st = await this.stat(key);
     if (!st) throw new Error(`S3 object ${key} missing right after it was written`);
