@@ -2,6 +2,7 @@
 import { AuditLog } from './audit/audit-log.js';
 import { AuthService } from './auth/auth-service.js';
 import { RecoveryService } from './auth/recovery-service.js';
+import { RevokedTokenStore } from './auth/revoked-token-store.js';
 import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
 import { type Db, type OpenDatabase, openDatabase } from './db/database.js';
@@ -104,7 +105,14 @@ async function assemble(
     defaultLang: config.lang,
     passwordMinLength: config.passwordMinLength,
   });
-  const auth = new AuthService(db, userStore, audit, keys, clock, config);
+  const auth = new AuthService({
+    users: userStore,
+    revoked: new RevokedTokenStore(db),
+    audit,
+    keys,
+    clock,
+    opts: config,
+  });
   const rateCounter = new RateCounter(db, clock);
   const blobs = opts.blobStore ?? (await createBlobStore(config));
   await blobs.open();
