@@ -13,12 +13,14 @@ import type { Db } from '../db/database.js';
 import type { FileRow, LinkRow, UserRow } from '../db/schema.js';
 import { AppError } from '../errors.js';
 import type { NotificationService } from '../notify/notification-service.js';
+import type { OutboxStore } from '../notify/outbox-store.js';
 import { formatDateTime, formatSize } from '../notify/templates.js';
 import type { Keys } from '../security/keys.js';
 import type { UserService } from '../users/user-service.js';
 import { isLang, normalizeMobile, parseEmailList, parseMobileList } from '../validation.js';
 import type { FileService, FileWithToken, Recipients, UploadRequest } from './file-service.js';
 import type { FileStore, FileWithLink } from './file-store.js';
+import type { LinkStore } from './link-store.js';
 import { addressOf } from './tracking.js';
 
 /** After a message went out, the next resend waits this long (a failed one can be resent at once). */
@@ -50,6 +52,8 @@ export class RecipientNotifier {
     private readonly keys: Keys,
     private readonly store: FileStore,
     private readonly config: Pick<Config, 'baseUrl' | 'lang' | 'recipientPin' | 'notifySender'>,
+    private readonly links: LinkStore,
+    private readonly outbox: OutboxStore,
   ) {}
 
   /** Hooks this notifier into the file service. */
@@ -128,12 +132,7 @@ export class RecipientNotifier {
     if (file.state !== 'area') throw new AppError(409, 'the file is no longer in the area');
     const wanted = to.trim();
     const mobile = normalizeMobile(wanted);
-    const links = await this.db
-      .selectFrom('links')
-      .selectAll()
-      .where('file_id', '=', file.id)
-      .where('kind', '=', 'recipient')
-      .execute();
+    const links = await this.links.recipientLinks([file.id]);
     const link = links.find(
       (l) =>
         String(l.id) === wanted ||
@@ -147,14 +146,7 @@ export class RecipientNotifier {
     await this.db.transaction().execute(async (trx) => {
       // One resend at a time per area, on every instance: the check below cannot race itself.
       await this.store.lockArea(trx, file.owner_id);
-      const last = await trx
-        .selectFrom('outbox')
-        .select(['status', 'created_at'])
-        .where('file_id', '=', file.id)
-        .where('kind', '=', 'file-link')
-        .where('recipient', '=', address)
-        .orderBy('id', 'desc')
-        .executeTakeFirst();
+      const last = await this.outbox.latest(trx, file.id, 'file-link', address);
       if (last?.status === 'pending') throw new AppError(409, 'the message is still being sent');
       // A failed message may be sent again at once; one that went out, once a minute at most.
       const wait =
