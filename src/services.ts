@@ -162,19 +162,19 @@ async function assemble(
     opts: { baseUrl: config.baseUrl, defaultLang: config.lang, pinSeconds: config.pinSeconds },
   });
   // Upload recipients (links + 'file-link' messages) and the sender's download confirmation.
-  const recipients = new RecipientNotifier(
+  const recipients = new RecipientNotifier({
     db,
     files,
+    store: fileStore,
+    links: linkStore,
+    outbox,
     notify,
     users,
     audit,
     clock,
     keys,
-    fileStore,
     config,
-    linkStore,
-    outbox,
-  );
+  });
   recipients.register();
   const tracking = new DeliveryTracker(db, fileStore, linkStore, outbox);
   const webhooks = new WebhookService(webhookStore, notify, keys, clock, config, linkStore);

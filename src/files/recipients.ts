@@ -41,20 +41,49 @@ export function downloadUrl(baseUrl: string, lang: string, token: string): strin
   return `${baseUrl}/download/file?lang=${lang}&k=${token}`;
 }
 
+export interface RecipientDeps {
+  db: Db;
+  files: FileService;
+  /** FileStore: area locks. */
+  store: FileStore;
+  links: LinkStore;
+  outbox: OutboxStore;
+  notify: NotificationService;
+  users: UserService;
+  audit: AuditLog;
+  clock: Clock;
+  keys: Keys;
+  config: Pick<Config, 'baseUrl' | 'lang' | 'recipientPin' | 'notifySender'>;
+}
+
 export class RecipientNotifier {
-  constructor(
-    private readonly db: Db,
-    private readonly files: FileService,
-    private readonly notify: NotificationService,
-    private readonly users: UserService,
-    private readonly audit: AuditLog,
-    private readonly clock: Clock,
-    private readonly keys: Keys,
-    private readonly store: FileStore,
-    private readonly config: Pick<Config, 'baseUrl' | 'lang' | 'recipientPin' | 'notifySender'>,
-    private readonly links: LinkStore,
-    private readonly outbox: OutboxStore,
-  ) {}
+  private readonly db: Db;
+  private readonly files: FileService;
+  private readonly store: FileStore;
+  private readonly links: LinkStore;
+  private readonly outbox: OutboxStore;
+  private readonly notify: NotificationService;
+  private readonly users: UserService;
+  private readonly audit: AuditLog;
+  private readonly clock: Clock;
+  private readonly keys: Keys;
+  private readonly config: RecipientDeps['config'];
+
+  constructor(deps: RecipientDeps) {
+    ({
+      db: this.db,
+      files: this.files,
+      store: this.store,
+      links: this.links,
+      outbox: this.outbox,
+      notify: this.notify,
+      users: this.users,
+      audit: this.audit,
+      clock: this.clock,
+      keys: this.keys,
+      config: this.config,
+    } = deps);
+  }
 
   /** Hooks this notifier into the file service. */
   register(): void {
