@@ -1,7 +1,9 @@
 // Composition root: builds every domain service from the config. The CLI and the server share it.
 import { AuditLog } from './audit/audit-log.js';
 import { AuthService } from './auth/auth-service.js';
+import { ChangeTokenStore } from './auth/change-token-store.js';
 import { RecoveryService } from './auth/recovery-service.js';
+import { RevokedTokenStore } from './auth/revoked-token-store.js';
 import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
 import { type Db, type OpenDatabase, openDatabase } from './db/database.js';
@@ -9,11 +11,13 @@ import type { Dialect } from './db/migrations.js';
 import { FileService } from './files/file-service.js';
 import { FileStore } from './files/file-store.js';
 import { FileSweeper } from './files/lifecycle.js';
+import { LinkStore } from './files/link-store.js';
 import { RecipientNotifier } from './files/recipients.js';
 import { SecureLinks } from './files/secure-links.js';
 import { DeliveryTracker } from './files/tracking.js';
 import type { Logger } from './logger.js';
 import { NotificationService } from './notify/notification-service.js';
+import { OutboxStore } from './notify/outbox-store.js';
 import { Templates } from './notify/templates.js';
 import { transportsFrom } from './notify/transports.js';
 import { Keys, loadOrCreateSecret } from './security/keys.js';
@@ -104,11 +108,19 @@ async function assemble(
     defaultLang: config.lang,
     passwordMinLength: config.passwordMinLength,
   });
-  const auth = new AuthService(db, userStore, audit, keys, clock, config);
+  const auth = new AuthService({
+    users: userStore,
+    revoked: new RevokedTokenStore(db),
+    audit,
+    keys,
+    clock,
+    opts: config,
+  });
   const rateCounter = new RateCounter(db, clock);
   const blobs = opts.blobStore ?? (await createBlobStore(config));
   await blobs.open();
   const fileStore = new FileStore(db, database.dialect);
+  const linkStore = new LinkStore(db);
   const intents = new IntentStore(db);
   const reconciler = new StorageReconciler(blobs, intents, fileStore, clock, log);
   await reconciler.reconcile();
@@ -122,8 +134,10 @@ async function assemble(
         : null,
     allowPrivate: config.webhookAllowPrivate,
   });
+  const outbox = new OutboxStore(db);
   const notify = new NotificationService(
     db,
+    outbox,
     keys,
     clock,
     audit,
@@ -137,18 +151,45 @@ async function assemble(
       autoKick: opts.startWorkers !== false,
     },
   );
-  const recovery = new RecoveryService(db, users, audit, keys, clock, notify, {
-    baseUrl: config.baseUrl,
-    defaultLang: config.lang,
-    pinSeconds: config.pinSeconds,
+  const recovery = new RecoveryService({
+    db,
+    tokens: new ChangeTokenStore(db),
+    users,
+    audit,
+    keys,
+    clock,
+    notify,
+    opts: { baseUrl: config.baseUrl, defaultLang: config.lang, pinSeconds: config.pinSeconds },
   });
   // Upload recipients (links + 'file-link' messages) and the sender's download confirmation.
-  const recipients = new RecipientNotifier(db, files, notify, users, audit, clock, keys, fileStore, config);
+  const recipients = new RecipientNotifier({
+    db,
+    files,
+    store: fileStore,
+    links: linkStore,
+    outbox,
+    notify,
+    users,
+    audit,
+    clock,
+    keys,
+    config,
+  });
   recipients.register();
-  const tracking = new DeliveryTracker(db, fileStore);
-  const webhooks = new WebhookService(webhookStore, notify, keys, clock, config);
+  const tracking = new DeliveryTracker(db, fileStore, linkStore, outbox);
+  const webhooks = new WebhookService(webhookStore, notify, keys, clock, config, linkStore);
   audit.tap((trx, entry, at) => webhooks.onAudit(trx, entry, at));
-  const secureLinks = new SecureLinks(db, files, users, notify, audit, keys, clock, config);
+  const secureLinks = new SecureLinks({
+    db,
+    links: linkStore,
+    files,
+    users,
+    notify,
+    audit,
+    keys,
+    clock,
+    config,
+  });
   const jobs: BackgroundJob[] = [
     { name: 'prune-revoked-tokens', intervalMs: 60 * 60 * 1000, run: () => auth.pruneRevoked() },
     { name: 'prune-rate-limits', intervalMs: 60 * 60 * 1000, run: () => rateCounter.prune() },
