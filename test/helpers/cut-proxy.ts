@@ -4,8 +4,8 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
 
 export interface CutProxyOptions {
-  /** host:port to forward to */
-  target: { host: string; port: number };
+  /** host:port to forward to; with several, each new connection goes to the next (round robin) */
+  target: { host: string; port: number } | { host: string; port: number }[];
   /** cut after this many bytes have passed in `direction` since the last cut (0: never by itself) */
   everyBytes?: number;
   /** 'up': client → server bytes (uploads); 'down': server → client (downloads) */
@@ -19,6 +19,9 @@ export class CutProxy {
   down = false;
   private server: Server;
   private sinceCut = 0;
+  private nextTarget = 0;
+  /** connections accepted so far, per target index */
+  readonly perTarget: number[] = [];
   private readonly open = new Set<Socket>();
   port = 0;
 
@@ -42,7 +45,10 @@ export class CutProxy {
       client.destroy();
       return;
     }
-    const upstream = connect(this.opts.target.port, this.opts.target.host);
+    const targets = Array.isArray(this.opts.target) ? this.opts.target : [this.opts.target];
+    const i = this.nextTarget++ % targets.length;
+    this.perTarget[i] = (this.perTarget[i] ?? 0) + 1;
+    const upstream = connect(targets[i]!.port, targets[i]!.host);
     const pair = [client, upstream];
     for (const s of pair) {
       this.open.add(s);
