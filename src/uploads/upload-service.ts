@@ -32,6 +32,7 @@ const HOUR = 3600 * 1000;
 /** A writer's hold on an upload; renewed while its bytes arrive, so only a dead one loses it. */
 const LEASE_MS = 30 * 1000;
 const RENEW_MS = 10 * 1000;
+const LOCK_WAIT_MS = 3000;
 
 /** Upload-Metadata as the client sent it (already base64-decoded). */
 export interface UploadMetadata {
@@ -218,7 +219,13 @@ export class UploadService {
   private async holding<T>(row: UploadRow, fn: (owner: string) => Promise<T>): Promise<T> {
     const owner = `${WRITER}/${randomBytes(4).toString('hex')}`;
     const { store, clock } = this.d;
-    if (!(await store.acquire(row.id, owner, clock.now(), clock.now() + LEASE_MS))) throw locked();
+    // A client that lost its connection comes back at once, often while this side is still
+    // storing what the cut request brought: wait that out briefly rather than answer 423 at once.
+    for (let waited = 0; !(await store.acquire(row.id, owner, clock.now(), clock.now() + LEASE_MS)); ) {
+      if (waited >= LOCK_WAIT_MS) throw locked();
+      await new Promise((r) => setTimeout(r, 100));
+      waited += 100;
+    }
     const timer = setInterval(() => {
       store.renew(row.id, owner, clock.now() + LEASE_MS).catch(() => {});
     }, RENEW_MS).unref();
