@@ -27,6 +27,8 @@ import { createBlobStore } from './storage/blob-stores.js';
 import { BlobWriter } from './storage/blob-writer.js';
 import { IntentStore } from './storage/intent-store.js';
 import { StorageReconciler } from './storage/reconciler.js';
+import { UploadService } from './uploads/upload-service.js';
+import { catalogOf, UploadStore } from './uploads/upload-store.js';
 import { UserService } from './users/user-service.js';
 import { UserStore } from './users/user-store.js';
 import { WebhookService } from './webhooks/webhook-service.js';
@@ -62,6 +64,8 @@ export interface Services {
   tracking: DeliveryTracker;
   /** Webhook subscriptions; events are made from audit rows (issue 16). */
   webhooks: WebhookService;
+  /** Resumable (tus) uploads (issue 14). */
+  uploads: UploadService;
   /** Jobs `remessa serve` runs in the background (each domain adds its own). */
   jobs: BackgroundJob[];
   close(): Promise<void>;
@@ -122,7 +126,9 @@ async function assemble(
   const fileStore = new FileStore(db, database.dialect);
   const linkStore = new LinkStore(db);
   const intents = new IntentStore(db);
-  const reconciler = new StorageReconciler(blobs, intents, fileStore, clock, log);
+  const uploadStore = new UploadStore(db);
+  // tus uploads' chunks are owned by their rows as files' blobs are by theirs.
+  const reconciler = new StorageReconciler(blobs, intents, catalogOf(fileStore, uploadStore), clock, log);
   await reconciler.reconcile();
   const writer = new BlobWriter(blobs, intents, clock);
   const files = new FileService(db, fileStore, writer, audit, users, keys, clock, config);
@@ -190,7 +196,29 @@ async function assemble(
     clock,
     config,
   });
+  const uploads = new UploadService({
+    db,
+    store: uploadStore,
+    files,
+    fileStore,
+    writer,
+    blobs,
+    intents,
+    users,
+    keys,
+    clock,
+    log,
+    config,
+  });
   const jobs: BackgroundJob[] = [
+    {
+      name: 'upload-sweeper',
+      intervalMs: config.sweepSeconds * 1000,
+      run: async () => {
+        const n = await uploads.sweep();
+        if (n) log.info({ expired: n }, 'expired tus uploads removed');
+      },
+    },
     { name: 'prune-revoked-tokens', intervalMs: 60 * 60 * 1000, run: () => auth.pruneRevoked() },
     { name: 'prune-rate-limits', intervalMs: 60 * 60 * 1000, run: () => rateCounter.prune() },
     new FileSweeper(files, fileStore, blobs, reconciler, audit, clock, log, config.sweepSeconds * 1000),
@@ -216,6 +244,7 @@ async function assemble(
     recipients,
     tracking,
     webhooks,
+    uploads,
     jobs,
     async close() {
       await notify.stop();

@@ -167,21 +167,54 @@ export class FileService {
         names,
       );
     } catch (err) {
-      // If this fails too, the intents stay and the reconciler finishes the job.
-      await this.writer.discard(written.map((w) => w.blob.key)).catch(() => {});
-      await this.audit
-        .record({
-          event: 'upload.failed',
-          user: req.uploader.name,
-          remote: req.remote,
-          detail: err instanceof AppError ? `${err.status} ${err.detail ?? ''}`.trim() : 'internal error',
-        })
-        .catch(() => {});
+      await this.failed(
+        req,
+        written.map((w) => w.blob.key),
+        err,
+      );
       throw err;
     }
   }
 
-  private async commit(req: UploadRequest, blobs: StoredBlob[], names: string[]): Promise<FileWithToken[]> {
+  /**
+   * A blob already written through the BlobWriter (a finished tus upload) becomes a file exactly
+   * as upload()'s files do: names, SHA-256, links, recipients' messages, audit rows, events.
+   * `within` runs in the same transaction (the tus upload is marked done there, so its recipients
+   * are told once). On failure the blob is discarded and the failure audited, as in upload().
+   */
+  async commitWritten(
+    req: UploadRequest,
+    blob: StoredBlob,
+    filename: string,
+    within: (trx: Db, stored: FileWithToken[]) => Promise<void>,
+  ): Promise<FileWithToken[]> {
+    try {
+      return await this.commit(req, [blob], [sanitizeFileName(req.queryName || filename)], within);
+    } catch (err) {
+      await this.failed(req, [blob.key], err);
+      throw err;
+    }
+  }
+
+  private async failed(req: UploadRequest, keys: string[], err: unknown): Promise<void> {
+    // If this fails too, the intents stay and the reconciler finishes the job.
+    await this.writer.discard(keys).catch(() => {});
+    await this.audit
+      .record({
+        event: 'upload.failed',
+        user: req.uploader.name,
+        remote: req.remote,
+        detail: err instanceof AppError ? `${err.status} ${err.detail ?? ''}`.trim() : 'internal error',
+      })
+      .catch(() => {});
+  }
+
+  private async commit(
+    req: UploadRequest,
+    blobs: StoredBlob[],
+    names: string[],
+    within?: (trx: Db, stored: FileWithToken[]) => Promise<void>,
+  ): Promise<FileWithToken[]> {
     const now = this.clock.now();
     for (let attempt = 1; ; attempt++) {
       try {
@@ -210,6 +243,7 @@ export class FileService {
             blobs.map((b) => b.key),
           );
           for (const hook of this.uploadHooks) await hook(trx, out, req);
+          await within?.(trx, out);
           for (const s of out) {
             const detail = {
               name: s.file.name,

@@ -22,6 +22,7 @@ import { fileRoutes } from './routes/files.js';
 import { portalRoutes } from './routes/portal.js';
 import { recoveryRoutes } from './routes/recovery.js';
 import { secureLinkRoutes } from './routes/secure-links.js';
+import { uploadRoutes } from './routes/uploads.js';
 import { webhookRoutes } from './routes/webhooks.js';
 
 declare module 'fastify' {
@@ -214,6 +215,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       await api.register(secureLinkRoutes);
       await api.register(deliveryRoutes);
       await api.register(webhookRoutes);
+      await api.register(uploadRoutes);
     },
     { prefix: config.apiPath },
   );

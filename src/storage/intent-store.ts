@@ -6,11 +6,16 @@ import type { BlobIntentRow } from '../db/schema.js';
 export class IntentStore {
   constructor(private readonly db: Db) {}
 
-  /** Committed on its own, before the first byte of the blob is written. */
-  async add(key: string, writer: string, now: number): Promise<void> {
-    await this.db
+  /**
+   * Committed on its own, before the first byte of the blob is written; or, inside the transaction
+   * that drops their rows, for blobs about to be deleted (finished or abandoned tus uploads' chunks).
+   */
+  async add(key: string | string[], writer: string, now: number, trx: Db = this.db): Promise<void> {
+    const keys = Array.isArray(key) ? key : [key];
+    if (keys.length === 0) return;
+    await trx
       .insertInto('blob_intents')
-      .values({ blob_key: key, writer, started_at: now, touched_at: now })
+      .values(keys.map((k) => ({ blob_key: k, writer, started_at: now, touched_at: now })))
       .execute();
   }
 
