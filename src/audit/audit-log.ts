@@ -44,6 +44,9 @@ export interface AuditEntry {
   detail?: string | Record<string, unknown> | null;
 }
 
+/** An entry whose detail is an object (begin() adds to it). */
+export type DetailedEntry = Omit<AuditEntry, 'detail'> & { detail: Record<string, unknown> };
+
 export interface AuditFilter {
   user?: string;
   event?: string;
@@ -73,22 +76,29 @@ export class AuditLog {
   /** Pass `db` to record inside a caller's transaction. */
   async record(entry: AuditEntry, db: Db = this.db): Promise<void> {
     const at = this.clock.now();
-    const detail =
-      entry.detail === undefined || entry.detail === null
-        ? null
-        : typeof entry.detail === 'string'
-          ? entry.detail
-          : JSON.stringify(entry.detail);
+    await db.insertInto('audit').values(rowOf(entry, at)).execute();
+    for (const tap of this.taps) await tap(db, entry, at);
+  }
+
+  /**
+   * Writes the row of an event whose outcome is not known yet (a download about to send its first
+   * byte) and returns its id. Its detail is `entry.detail` plus `"outcome":"unknown"` until
+   * finish() replaces it, so a crash in between leaves a row that says so. The taps run once, at
+   * finish(): a webhook event tells what happened, not that something began.
+   */
+  async begin(entry: DetailedEntry, db: Db = this.db): Promise<number> {
+    const row = rowOf({ ...entry, detail: { ...entry.detail, outcome: 'unknown' } }, this.clock.now());
+    const { id } = await db.insertInto('audit').values(row).returning('id').executeTakeFirstOrThrow();
+    return id;
+  }
+
+  /** Gives a row begun with begin() its final detail (the time stays when it began); taps run now. */
+  async finish(id: number, entry: AuditEntry, db: Db = this.db): Promise<void> {
+    const at = this.clock.now();
     await db
-      .insertInto('audit')
-      .values({
-        at,
-        event: entry.event,
-        user_name: entry.user ?? null,
-        remote: entry.remote ?? null,
-        file_id: entry.fileId ?? null,
-        detail,
-      })
+      .updateTable('audit')
+      .set({ detail: rowOf(entry, at).detail })
+      .where('id', '=', id)
       .execute();
     for (const tap of this.taps) await tap(db, entry, at);
   }
@@ -121,4 +131,21 @@ export class AuditLog {
       .execute()
       .then((rows) => rows.reverse());
   }
+}
+
+function rowOf(entry: AuditEntry, at: number) {
+  const detail =
+    entry.detail === undefined || entry.detail === null
+      ? null
+      : typeof entry.detail === 'string'
+        ? entry.detail
+        : JSON.stringify(entry.detail);
+  return {
+    at,
+    event: entry.event,
+    user_name: entry.user ?? null,
+    remote: entry.remote ?? null,
+    file_id: entry.fileId ?? null,
+    detail,
+  };
 }

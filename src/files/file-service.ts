@@ -2,14 +2,14 @@
 // Knows nothing of HTTP: routes hand it streams and present what it returns.
 import type { Readable } from 'node:stream';
 import mime from 'mime-types';
-import type { AuditLog } from '../audit/audit-log.js';
+import type { AuditLog, DetailedEntry } from '../audit/audit-log.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { type Db, isUniqueViolation } from '../db/database.js';
 import type { FileRow, LinkRow, UserRow } from '../db/schema.js';
 import { AppError, badRequest, unauthorized } from '../errors.js';
 import { type Keys, randomToken, sha256 } from '../security/keys.js';
-import type { StoredBlob } from '../storage/blob-store.js';
+import type { ByteRange, StoredBlob } from '../storage/blob-store.js';
 import type { BlobWriter } from '../storage/blob-writer.js';
 import type { UserService } from '../users/user-service.js';
 import type { BlobAccess, DownloadOutcome } from './download.js';
@@ -81,30 +81,40 @@ export class FileService {
   }
 
   /**
-   * After a download response is over: the audit row (complete or not, bytes, range); a complete
-   * one is counted, runs the download hooks and, in mailbox mode, retires the file.
+   * Before the first byte of a download: its audit row, committed, saying the outcome is unknown
+   * (what it keeps saying if the process dies mid-response). Returns the row for downloadFinished.
+   * Throws (a full disk: 503) when it cannot be written, and then no byte may be sent.
+   */
+  async downloadStarting(
+    found: FileWithLink,
+    range: ByteRange | null,
+    remote: string | null,
+  ): Promise<number> {
+    return this.audit.begin(downloadEntry(found, remote, range ? rangeDetail(range) : {}));
+  }
+
+  /**
+   * After a download response is over: its audit row gets the outcome (complete or not, bytes,
+   * range) and a complete one is counted, in one transaction; then the download hooks run and, in
+   * mailbox mode, the file is retired.
    */
   async downloadFinished(
     found: FileWithLink,
+    row: number,
     outcome: DownloadOutcome,
     remote: string | null,
   ): Promise<void> {
     const { file, link } = found;
-    await this.audit.record({
-      event: 'download',
-      user: link.recipient_email ?? link.recipient_mobile ?? null,
-      remote,
-      fileId: file.id,
-      detail: {
-        link: link.id,
-        kind: link.kind,
-        bytes: outcome.bytes,
-        complete: outcome.complete,
-        ...(outcome.range ? { range: `${outcome.range.start}-${outcome.range.end}` } : {}),
-      },
+    const entry = downloadEntry(found, remote, {
+      bytes: outcome.bytes,
+      complete: outcome.complete,
+      ...(outcome.range ? rangeDetail(outcome.range) : {}),
+    });
+    await this.db.transaction().execute(async (trx) => {
+      await this.audit.finish(row, entry, trx);
+      if (outcome.complete) await this.store.countDownload(link.id, trx);
     });
     if (!outcome.complete) return;
-    await this.store.countDownload(link.id);
     for (const hook of this.downloadHooks) await hook(found, remote);
     if (this.config.retireOnDownload && file.state === 'area') await this.retire(file, 'downloaded');
   }
@@ -285,4 +295,23 @@ export class FileService {
       return moved;
     });
   }
+}
+
+function rangeDetail(range: ByteRange): { range: string } {
+  return { range: `${range.start}-${range.end}` };
+}
+
+/** A download's audit row: who (the link's recipient, if any), which link, and `detail`. */
+function downloadEntry(
+  { file, link }: FileWithLink,
+  remote: string | null,
+  detail: Record<string, unknown>,
+): DetailedEntry {
+  return {
+    event: 'download',
+    user: link.recipient_email ?? link.recipient_mobile ?? null,
+    remote,
+    fileId: file.id,
+    detail: { link: link.id, kind: link.kind, ...detail },
+  };
 }

@@ -108,15 +108,30 @@ async function hashOf(stream: NodeJS.ReadableStream): Promise<string> {
   return h.digest('hex');
 }
 
+/** The headers that describe the file; taken back when the answer becomes an error instead. */
+const FILE_HEADERS = [
+  'Content-Type',
+  'Content-Disposition',
+  'ETag',
+  'Last-Modified',
+  'Accept-Ranges',
+  'Cache-Control',
+  'Content-Range',
+  'Content-Length',
+];
+
 /**
  * Answers a download request for `file`. Resolves with what reached the client once the response
  * is over (finished or aborted); errors before the first byte become envelopes via AppError.
+ * `beforeBody` runs once it is certain that a body will be sent (not for HEAD, 304 or an error)
+ * and before its first byte: the download's audit row. If it fails, no byte is sent.
  */
 export async function sendStoredFile(
   request: FastifyRequest,
   reply: FastifyReply,
   file: FileRow,
   blob: BlobAccess,
+  beforeBody: (range: ByteRange | null) => Promise<void>,
 ): Promise<DownloadOutcome> {
   reply.header('Content-Type', file.content_type);
   reply.header('Content-Disposition', contentDisposition(file.name));
@@ -174,6 +189,13 @@ export async function sendStoredFile(
   }
   const verifyInPassing = always && file.length > VERIFY_BEFORE_SEND ? file.sha256 : null;
   const res = reply.raw;
+  try {
+    await beforeBody(range);
+  } catch (err) {
+    for (const h of FILE_HEADERS) reply.removeHeader(h);
+    reply.code(200);
+    throw err;
+  }
 
   // The fast path: the store moves the bytes into the socket itself (local store: sendfile(2), on
   // plain HTTP), unless they must be hashed in passing.
