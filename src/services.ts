@@ -98,7 +98,7 @@ async function assemble(
   const clock = opts.clock ?? systemClock;
   const { db } = database;
   const keys = new Keys(loadOrCreateSecret(config.dataDir, config.secret));
-  const audit = new AuditLog(db, clock);
+  const audit = new AuditLog(db, clock, database.commits);
   const userStore = new UserStore(db);
   const users = new UserService(userStore, audit, clock, {
     defaultLang: config.lang,
@@ -113,7 +113,7 @@ async function assemble(
   const reconciler = new StorageReconciler(blobs, intents, fileStore, clock, log);
   await reconciler.reconcile();
   const writer = new BlobWriter(blobs, intents, clock);
-  const files = new FileService(db, fileStore, writer, audit, users, keys, clock, config);
+  const files = new FileService(db, fileStore, writer, audit, users, keys, clock, config, database.commits);
   const webhookStore = new WebhookStore(db);
   const webhookTransport = new WebhookTransport(webhookStore, keys, clock, {
     global:

@@ -1,6 +1,7 @@
 // The audit trail: one row per security- or transfer-relevant event (DESIGN §7).
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/database.js';
+import type { GroupCommit } from '../db/group-commit.js';
 import type { AuditRow } from '../db/schema.js';
 
 export type AuditEventName =
@@ -67,14 +68,20 @@ export class AuditLog {
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
+    /** Rows written on their own share commits with other requests' (src/db/group-commit.ts). */
+    private readonly commits: GroupCommit,
   ) {}
 
   tap(fn: AuditTap): void {
     this.taps.push(fn);
   }
 
-  /** Pass `db` to record inside a caller's transaction. */
-  async record(entry: AuditEntry, db: Db = this.db): Promise<void> {
+  /**
+   * Pass `db` to record inside a caller's transaction. Without one, the row and what the taps
+   * write commit together, in a group commit: durable when this resolves.
+   */
+  async record(entry: AuditEntry, db?: Db): Promise<void> {
+    if (!db) return this.commits.run((trx) => this.record(entry, trx));
     const at = this.clock.now();
     await db.insertInto('audit').values(rowOf(entry, at)).execute();
     for (const tap of this.taps) await tap(db, entry, at);
@@ -86,14 +93,16 @@ export class AuditLog {
    * finish() replaces it, so a crash in between leaves a row that says so. The taps run once, at
    * finish(): a webhook event tells what happened, not that something began.
    */
-  async begin(entry: DetailedEntry, db: Db = this.db): Promise<number> {
+  async begin(entry: DetailedEntry): Promise<number> {
     const row = rowOf({ ...entry, detail: { ...entry.detail, outcome: 'unknown' } }, this.clock.now());
-    const { id } = await db.insertInto('audit').values(row).returning('id').executeTakeFirstOrThrow();
-    return id;
+    return this.commits.run(async (trx) => {
+      const { id } = await trx.insertInto('audit').values(row).returning('id').executeTakeFirstOrThrow();
+      return id;
+    });
   }
 
   /** Gives a row begun with begin() its final detail (the time stays when it began); taps run now. */
-  async finish(id: number, entry: AuditEntry, db: Db = this.db): Promise<void> {
+  async finish(id: number, entry: AuditEntry, db: Db): Promise<void> {
     const at = this.clock.now();
     await db
       .updateTable('audit')

@@ -5,6 +5,7 @@ import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import type { Config } from '../config.js';
+import { GroupCommit } from './group-commit.js';
 import { type Dialect, migrate } from './migrations.js';
 import type { Database } from './schema.js';
 
@@ -13,6 +14,8 @@ export type Db = Kysely<Database>;
 export interface OpenDatabase {
   db: Db;
   dialect: Dialect;
+  /** Small writes of many requests in one transaction (audit rows, counters, upload rows). */
+  commits: GroupCommit;
   close(): Promise<void>;
 }
 
@@ -51,7 +54,10 @@ export async function openDatabase(
     await db.destroy();
     throw err;
   }
-  return { db, dialect, close: () => db.destroy() };
+  // One batch at a time: SQLite has one connection anyway, and on PostgreSQL two batches could
+  // take uploads' area locks in opposite orders (a deadlock, found only after deadlock_timeout).
+  const commits = new GroupCommit(db, { concurrency: 1 });
+  return { db, dialect, commits, close: () => db.destroy() };
 }
 
 /** True when a write failed on a unique constraint, in either dialect. */

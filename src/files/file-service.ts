@@ -6,6 +6,7 @@ import type { AuditLog, DetailedEntry } from '../audit/audit-log.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { type Db, isUniqueViolation } from '../db/database.js';
+import type { GroupCommit } from '../db/group-commit.js';
 import type { FileRow, LinkRow, UserRow } from '../db/schema.js';
 import { AppError, badRequest, unauthorized } from '../errors.js';
 import { type Keys, randomToken, sha256 } from '../security/keys.js';
@@ -70,6 +71,8 @@ export class FileService {
       Config,
       'linkDays' | 'backupDays' | 'maxFileSize' | 'retireOnDownload' | 'verifyDownloads' | 'stallSeconds'
     >,
+    /** Download rows and counts, and upload rows, share commits with other requests'. */
+    private readonly commits: GroupCommit,
   ) {}
 
   onUpload(hook: UploadHook): void {
@@ -110,7 +113,7 @@ export class FileService {
       complete: outcome.complete,
       ...(outcome.range ? rangeDetail(outcome.range) : {}),
     });
-    await this.db.transaction().execute(async (trx) => {
+    await this.commits.run(async (trx) => {
       await this.audit.finish(row, entry, trx);
       if (outcome.complete) await this.store.countDownload(link.id, trx);
     });
@@ -195,7 +198,8 @@ export class FileService {
     const now = this.clock.now();
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.db.transaction().execute(async (trx) => {
+        // In a group commit: many uploads' rows, one commit (their blobs are already durable).
+        return await this.commits.run(async (trx) => {
           await this.store.lockArea(trx, req.owner.id);
           const out: FileWithToken[] = [];
           for (const [i, blob] of blobs.entries()) {
