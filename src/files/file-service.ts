@@ -130,6 +130,7 @@ export class FileService {
       open: (range) => blobs.read(file.blob_key, range),
       directBody: directBody && ((res, offset, length) => directBody(file.blob_key, res, offset, length)),
       stat: () => blobs.stat(file.blob_key),
+      readSmall: (maxBytes) => blobs.readSmall(file.blob_key, maxBytes),
       verified: (fingerprint) => this.store.setFingerprint(file.id, fingerprint),
       verify: this.config.verifyDownloads,
       stallSeconds: this.config.stallSeconds,
