@@ -109,7 +109,7 @@ async function assemble(
   const blobs = opts.blobStore ?? (await createBlobStore(config));
   await blobs.open();
   const fileStore = new FileStore(db, database.dialect);
-  const intents = new IntentStore(db);
+  const intents = new IntentStore(db, database.commits);
   const reconciler = new StorageReconciler(blobs, intents, fileStore, clock, log);
   await reconciler.reconcile();
   const writer = new BlobWriter(blobs, intents, clock);

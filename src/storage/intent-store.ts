@@ -1,17 +1,24 @@
 // Persistence of write intents (table blob_intents): one row per blob being written. See
 // blob-writer.ts for the protocol and reconciler.ts for what happens to the rows a crash leaves.
 import type { Db } from '../db/database.js';
+import type { GroupCommit } from '../db/group-commit.js';
 import type { BlobIntentRow } from '../db/schema.js';
 
 export class IntentStore {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    /** When given, intents are added in group commits (src/db/group-commit.ts). */
+    private readonly commits?: GroupCommit,
+  ) {}
 
-  /** Committed on its own, before the first byte of the blob is written. */
+  /** Committed (durable) before the first byte of the blob is written. */
   async add(key: string, writer: string, now: number): Promise<void> {
-    await this.db
-      .insertInto('blob_intents')
-      .values({ blob_key: key, writer, started_at: now, touched_at: now })
-      .execute();
+    const insert = (db: Db) =>
+      db
+        .insertInto('blob_intents')
+        .values({ blob_key: key, writer, started_at: now, touched_at: now })
+        .execute();
+    await (this.commits ? this.commits.run(insert) : insert(this.db));
   }
 
   /** Removes intents; inside the transaction that records the files, or after a discard. */
