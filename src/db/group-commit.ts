@@ -74,7 +74,7 @@ export class GroupCommit {
       await Promise.all(batch.map((p) => this.alone(p)));
       return;
     }
-    batch.forEach((p, i) => p.resolve(results[i]));
+    for (const [i, p] of batch.entries()) p.resolve(results[i]);
   }
 
   /**
