@@ -1,4 +1,5 @@
 // The audit trail: one row per security- or transfer-relevant event (DESIGN §7).
+import type { CompiledQuery } from 'kysely';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/database.js';
 import type { GroupCommit } from '../db/group-commit.js';
@@ -64,6 +65,7 @@ export type AuditTap = (db: Db, entry: AuditEntry, at: number) => Promise<void>;
 
 export class AuditLog {
   private readonly taps: AuditTap[] = [];
+  private compiledInsert: CompiledQuery<{ id: number }> | undefined;
 
   constructor(
     private readonly db: Db,
@@ -83,8 +85,23 @@ export class AuditLog {
   async record(entry: AuditEntry, db?: Db): Promise<void> {
     if (!db) return this.commits.run((trx) => this.record(entry, trx));
     const at = this.clock.now();
-    await db.insertInto('audit').values(rowOf(entry, at)).execute();
+    await this.insert(db, rowOf(entry, at));
     for (const tap of this.taps) await tap(db, entry, at);
+  }
+
+  /**
+   * Every request writes audit rows: the insert is built and compiled by Kysely once (per
+   * instance, so per dialect) and later rows only bind their values. Returns the row's id.
+   */
+  private async insert(db: Db, row: ReturnType<typeof rowOf>): Promise<number> {
+    this.compiledInsert ??= db
+      .insertInto('audit')
+      .values({ at: 0, event: '', user_name: null, remote: null, file_id: null, detail: null })
+      .returning('id')
+      .compile();
+    const parameters = [row.at, row.event, row.user_name, row.remote, row.file_id, row.detail];
+    const { rows } = await db.executeQuery<{ id: number }>({ ...this.compiledInsert, parameters });
+    return rows[0]!.id;
   }
 
   /**
@@ -95,10 +112,7 @@ export class AuditLog {
    */
   async begin(entry: DetailedEntry): Promise<number> {
     const row = rowOf({ ...entry, detail: { ...entry.detail, outcome: 'unknown' } }, this.clock.now());
-    return this.commits.run(async (trx) => {
-      const { id } = await trx.insertInto('audit').values(row).returning('id').executeTakeFirstOrThrow();
-      return id;
-    });
+    return this.commits.run((trx) => this.insert(trx, row));
   }
 
   /** Gives a row begun with begin() its final detail (the time stays when it began); taps run now. */
