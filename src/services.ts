@@ -106,7 +106,7 @@ async function assemble(
   const clock = opts.clock ?? systemClock;
   const { db } = database;
   const keys = new Keys(loadOrCreateSecret(config.dataDir, config.secret));
-  const audit = new AuditLog(db, clock);
+  const audit = new AuditLog(db, clock, database.commits);
   const userStore = new UserStore(db);
   const users = new UserService(userStore, audit, clock, {
     defaultLang: config.lang,
@@ -125,13 +125,13 @@ async function assemble(
   await blobs.open();
   const fileStore = new FileStore(db, database.dialect);
   const linkStore = new LinkStore(db);
-  const intents = new IntentStore(db);
+  const intents = new IntentStore(db, database.commits);
   const uploadStore = new UploadStore(db);
   // tus uploads' chunks are owned by their rows as files' blobs are by theirs.
   const reconciler = new StorageReconciler(blobs, intents, catalogOf(fileStore, uploadStore), clock, log);
   await reconciler.reconcile();
   const writer = new BlobWriter(blobs, intents, clock);
-  const files = new FileService(db, fileStore, writer, audit, users, keys, clock, config);
+  const files = new FileService(db, fileStore, writer, audit, users, keys, clock, config, database.commits);
   const webhookStore = new WebhookStore(db);
   const webhookTransport = new WebhookTransport(webhookStore, keys, clock, {
     global:

@@ -276,8 +276,8 @@ export class FileStore implements BlobCatalog {
       .execute();
   }
 
-  async countDownload(linkId: number): Promise<void> {
-    await this.db
+  async countDownload(linkId: number, db: Db = this.db): Promise<void> {
+    await db
       .updateTable('links')
       .set((eb) => ({ downloads: eb('downloads', '+', 1) }))
       .where('id', '=', linkId)

@@ -13,6 +13,7 @@ import {
   AbortMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
+  type GetObjectCommandOutput,
   HeadBucketCommand,
   HeadObjectCommand,
   ListMultipartUploadsCommand,
@@ -30,6 +31,7 @@ import {
   type ByteRange,
   type ListedBlob,
   type PartialWrite,
+  type SmallBlob,
 } from './blob-store.js';
 import { uploadObject } from './s3-part-upload.js';
 
@@ -140,6 +142,42 @@ export class S3BlobStore implements BlobStore {
       }),
     );
     return r.Body as Readable;
+  }
+
+  async readSmall(key: string, maxBytes: number): Promise<SmallBlob | null> {
+    if (maxBytes <= 0) {
+      const stat = await this.stat(key);
+      return stat && { stat, data: null };
+    }
+    let r: GetObjectCommandOutput;
+    try {
+      // One request: the first maxBytes bytes; Content-Range tells the whole size.
+      r = await this.client.send(
+        new GetObjectCommand({
+          Bucket: this.bucket,
+          Key: this.objectKey(key),
+          Range: `bytes=0-${maxBytes - 1}`,
+        }),
+      );
+    } catch (err) {
+      if (isNotFound(err)) return null;
+      // An empty object has no byte 0: 416. Its stat says all there is.
+      if ((err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 416) {
+        const stat = await this.stat(key);
+        return stat && { stat, data: stat.size === 0 ? Buffer.alloc(0) : null };
+      }
+      throw err;
+    }
+    const total = Number(/\/(\d+)$/.exec(r.ContentRange ?? '')?.[1] ?? r.ContentLength ?? 0);
+    const stat = { size: total, fingerprint: r.ETag ?? '' };
+    const body = r.Body as Readable;
+    if (total > maxBytes) {
+      body.destroy();
+      return { stat, data: null };
+    }
+    const chunks: Buffer[] = [];
+    for await (const chunk of body) chunks.push(chunk as Buffer);
+    return { stat, data: Buffer.concat(chunks) };
   }
 
   async stat(key: string): Promise<BlobStat | null> {
