@@ -16,6 +16,7 @@ import type { Logger } from './logger.js';
 import { NotificationService } from './notify/notification-service.js';
 import { Templates } from './notify/templates.js';
 import { transportsFrom } from './notify/transports.js';
+import { Readiness } from './ops/readiness.js';
 import { Keys, loadOrCreateSecret } from './security/keys.js';
 import { RateCounter } from './security/rate-counter.js';
 import type { BlobStore } from './storage/blob-store.js';
@@ -58,6 +59,8 @@ export interface Services {
   tracking: DeliveryTracker;
   /** Webhook subscriptions; events are made from audit rows (issue 16). */
   webhooks: WebhookService;
+  /** What GET {base}/readyz checks: the database and the blob store answer (issue 15). */
+  readiness: Readiness;
   /** Jobs `remessa serve` runs in the background (each domain adds its own). */
   jobs: BackgroundJob[];
   close(): Promise<void>;
@@ -175,6 +178,7 @@ async function assemble(
     recipients,
     tracking,
     webhooks,
+    readiness: new Readiness({ db, blobs }),
     jobs,
     async close() {
       await notify.stop();

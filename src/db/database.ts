@@ -33,6 +33,10 @@ export async function openDatabase(
     // pool; unhandled it would crash the process. The pool discards that client and the next query
     // opens a fresh one.
     pool.on('error', (err) => onPoolError?.(err));
+    // A client checked out when the connection drops emits 'error' too, and the pool listens only
+    // to idle ones: unhandled, a PostgreSQL restart in the middle of a query killed the process.
+    // The query itself fails with the same error, so the request gets its 500.
+    pool.on('connect', (client) => client.on('error', (err) => onPoolError?.(err)));
     db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   } else {
     dialect = 'sqlite';

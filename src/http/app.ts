@@ -19,6 +19,7 @@ import { databaseRateLimitStore } from './rate-limit-store.js';
 import { authRoutes } from './routes/auth.js';
 import { deliveryRoutes } from './routes/delivery.js';
 import { fileRoutes } from './routes/files.js';
+import { healthRoutes } from './routes/health.js';
 import { portalRoutes } from './routes/portal.js';
 import { recoveryRoutes } from './routes/recovery.js';
 import { secureLinkRoutes } from './routes/secure-links.js';
@@ -31,6 +32,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Errors on this route are OAuth error objects instead of envelopes (token endpoint). */
     oauth?: boolean;
+    /** Probes (healthz, readyz): their access-log lines go at debug level, not info. */
+    quietLog?: boolean;
   }
 }
 
@@ -129,7 +132,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
 
   // One access-log line per request, with secrets in the query string redacted.
   app.addHook('onResponse', async (request, reply) => {
-    request.log.info(
+    const level = request.routeOptions.config?.quietLog ? 'debug' : 'info';
+    request.log[level](
       {
         method: request.method,
         url: redactUrl(request.url),
@@ -214,6 +218,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       await api.register(secureLinkRoutes);
       await api.register(deliveryRoutes);
       await api.register(webhookRoutes);
+      await api.register(healthRoutes);
     },
     { prefix: config.apiPath },
   );
