@@ -16,6 +16,7 @@ import type { Logger } from './logger.js';
 import { NotificationService } from './notify/notification-service.js';
 import { Templates } from './notify/templates.js';
 import { transportsFrom } from './notify/transports.js';
+import { Metrics } from './ops/metrics.js';
 import { Readiness } from './ops/readiness.js';
 import { Keys, loadOrCreateSecret } from './security/keys.js';
 import { RateCounter } from './security/rate-counter.js';
@@ -61,6 +62,8 @@ export interface Services {
   webhooks: WebhookService;
   /** What GET {base}/readyz checks: the database and the blob store answer (issue 15). */
   readiness: Readiness;
+  /** Prometheus series (issue 15); served only when REMESSA_METRICS_PORT is set. */
+  metrics: Metrics;
   /** Jobs `remessa serve` runs in the background (each domain adds its own). */
   jobs: BackgroundJob[];
   close(): Promise<void>;
@@ -102,6 +105,8 @@ async function assemble(
   const { db } = database;
   const keys = new Keys(loadOrCreateSecret(config.dataDir, config.secret));
   const audit = new AuditLog(db, clock);
+  const metrics = new Metrics({ db, clock, poolStats: database.poolStats });
+  audit.tap(async (_db, entry) => metrics.onAudit(entry));
   const userStore = new UserStore(db);
   const users = new UserService(userStore, audit, clock, {
     defaultLang: config.lang,
@@ -157,7 +162,7 @@ async function assemble(
     { name: 'prune-rate-limits', intervalMs: 60 * 60 * 1000, run: () => rateCounter.prune() },
     new FileSweeper(files, fileStore, blobs, reconciler, audit, clock, log, config.sweepSeconds * 1000),
     notify.job(),
-  ];
+  ].map((job) => metrics.instrument(job));
   return {
     config,
     log,
@@ -179,6 +184,7 @@ async function assemble(
     tracking,
     webhooks,
     readiness: new Readiness({ db, blobs }),
+    metrics,
     jobs,
     async close() {
       await notify.stop();

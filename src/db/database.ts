@@ -13,6 +13,8 @@ export type Db = Kysely<Database>;
 export interface OpenDatabase {
   db: Db;
   dialect: Dialect;
+  /** PostgreSQL: connections of the pool by state (metrics); null for SQLite, which has none. */
+  poolStats(): { total: number; idle: number; waiting: number } | null;
   close(): Promise<void>;
 }
 
@@ -22,6 +24,7 @@ export async function openDatabase(
 ): Promise<OpenDatabase> {
   let db: Db;
   let dialect: Dialect;
+  let poolStats: OpenDatabase['poolStats'] = () => null;
   if (config.databaseUrl) {
     dialect = 'postgres';
     // Loaded only for PostgreSQL: the embedded default need not carry the driver.
@@ -37,6 +40,7 @@ export async function openDatabase(
     // to idle ones: unhandled, a PostgreSQL restart in the middle of a query killed the process.
     // The query itself fails with the same error, so the request gets its 500.
     pool.on('connect', (client) => client.on('error', (err) => onPoolError?.(err)));
+    poolStats = () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount });
     db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   } else {
     dialect = 'sqlite';
@@ -55,7 +59,7 @@ export async function openDatabase(
     await db.destroy();
     throw err;
   }
-  return { db, dialect, close: () => db.destroy() };
+  return { db, dialect, poolStats, close: () => db.destroy() };
 }
 
 /** True when a write failed on a unique constraint, in either dialect. */

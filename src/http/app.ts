@@ -143,6 +143,13 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       },
       'request',
     );
+    // The route's template, never the raw URL: label values stay bounded (src/ops/metrics.ts).
+    services.metrics.observeRequest(
+      request.routeOptions.url ?? null,
+      request.method,
+      reply.statusCode,
+      reply.elapsedTime / 1000,
+    );
   });
 
   app.addHook('onSend', async (request, reply, payload) => {
