@@ -1,7 +1,7 @@
 // Starts `remessa serve`: services, HTTP app and background workers, with a clean shutdown.
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
-import { buildApp } from './http/app.js';
+import { type AppOptions, buildApp } from './http/app.js';
 import { startMetricsServer } from './http/metrics-server.js';
 import type { Logger } from './logger.js';
 import { tuneMemory } from './memory.js';
@@ -22,14 +22,14 @@ export interface RunningServer {
 export async function startServer(
   config: Config,
   log: Logger,
-  opts: ServiceOptions = {},
+  opts: ServiceOptions & AppOptions = {},
 ): Promise<RunningServer> {
   tuneMemory();
   const services = await createServices(config, log, opts);
   let app: FastifyInstance | undefined;
   let metricsServer: Awaited<ReturnType<typeof startMetricsServer>> | null = null;
   try {
-    app = await buildApp(services);
+    app = await buildApp(services, opts);
     await app.listen({ port: config.port, host: config.host });
     if (config.metricsPort !== null)
       metricsServer = await startMetricsServer(
