@@ -7,8 +7,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import type { Browser } from 'playwright-core';
+import { errors, json } from '../src/http/schemas.js';
 import { browserSkip, launchBrowser, openPage, screenshot } from './helpers/browser.js';
-import { call, closeAll, startTestServer, type TestServer } from './helpers/server.js';
+import { responseProblem } from './helpers/responses.js';
+import { basic, call, closeAll, startTestServer, type TestServer } from './helpers/server.js';
 
 interface Operation {
   tags?: string[];
@@ -125,6 +127,59 @@ describe('openapi.json', () => {
         }
       }
     }
+  });
+});
+
+describe('every response is checked against openapi.json', () => {
+  let t: TestServer;
+  before(async () => {
+    t = await startTestServer();
+    await t.createUser('DOC1', 'doc-password');
+  });
+  after(() => closeAll(t));
+
+  test('the test helper sees the responses and finds them as documented', async () => {
+    await call(`${t.base}/auth/login`, {
+      method: 'POST',
+      headers: { authorization: basic('DOC1', 'doc-password') },
+    });
+    await call(`${t.base}/auth/login`, { method: 'POST' });
+    await call(`${t.base}/oauth2/token`, { method: 'POST' });
+    await call(`${t.base}/no/such/thing`);
+    await call(`${t.base}/download/list?page=1`, {
+      headers: { authorization: basic('DOC1', 'doc-password') },
+    });
+    assert.deepEqual(t.responseProblems, []);
+  });
+
+  test('a body that differs from its schema is reported', async () => {
+    // A route documented as login is: its result, or the error envelope.
+    const route = '/v1/auth/login';
+    const login = { response: { 200: json('LoginResult', 'ok', {}), ...errors({ 401: 'no' }) } };
+    const sent = (payload: object, status = 200) => ({
+      route,
+      schema: login,
+      method: 'POST',
+      status,
+      contentType: 'application/json; charset=utf-8',
+      payload: JSON.stringify(payload),
+    });
+    const ok = {
+      status: 0,
+      description: 'handlerAuthLogin:succsessfully',
+      apiver: 'v1 (0.1.0)',
+      time: 't',
+      user: 'A',
+      bearer: 'b',
+    };
+    assert.equal(responseProblem(sent(ok), '/v1'), null);
+    assert.match(responseProblem(sent({ ...ok, extra: 1 }), '/v1') ?? '', /additional properties/);
+    assert.match(
+      responseProblem(sent({ ...ok, description: 'handlerAuthLogin:successfully' }), '/v1') ?? '',
+      /constant/,
+    );
+    assert.match(responseProblem(sent({ error: 401 }, 401), '/v1') ?? '', /required property/);
+    t.responseProblems.length = 0;
   });
 });
 

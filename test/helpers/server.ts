@@ -13,6 +13,7 @@ import { createLogger } from '../../src/logger.js';
 import { type RunningServer, startServer } from '../../src/server.js';
 import type { BlobStore } from '../../src/storage/blob-store.js';
 import { eventually } from './peers.js';
+import { CHECK_RESPONSES, responseProblem } from './responses.js';
 
 export interface TestServer {
   /** {base_url}, e.g. http://127.0.0.1:40123/v1 */
@@ -30,6 +31,10 @@ export interface TestServer {
   server: RunningServer;
   logs: string[];
   env: Record<string, string>;
+  /** Responses that did not match their documented schema (close() fails with them). */
+  responseProblems: string[];
+  /** How many responses were checked. */
+  responsesChecked(): number;
   /** Creates a user directly through the service layer. */
   createUser(
     name: string,
@@ -101,6 +106,8 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
     },
   });
   const clock = new OffsetClock();
+  const responseProblems: string[] = [];
+  let checked = 0;
   // The base URL names the port, so it is picked before the server binds it, and another process
   // can take it in between (every client connection of the tests draws from the same range):
   // then the server is started again on another one.
@@ -121,6 +128,14 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
       clock,
       startWorkers: opts.startWorkers,
       blobStore: opts.blobStore,
+      // Every response is checked against openapi.json's schemas (test/helpers/responses.ts).
+      ...(CHECK_RESPONSES && {
+        onResponseSent: (r) => {
+          checked++;
+          const problem = responseProblem(r, config.apiPath);
+          if (problem) responseProblems.push(problem);
+        },
+      }),
     });
     return { origin, env, config, server };
   };
@@ -156,6 +171,8 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
     server,
     logs,
     env,
+    responseProblems,
+    responsesChecked: () => checked,
     createUser: (name, password, fields = {}) =>
       server.services.users.create(
         name,
@@ -165,6 +182,11 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
     async close() {
       await server.close();
       if (ownDir) await rm(dataDir, { recursive: true, force: true });
+      if (responseProblems.length > 0) {
+        throw new Error(
+          `responses that do not match openapi.json (src/http/schemas.ts):\n${[...new Set(responseProblems)].join('\n')}`,
+        );
+      }
     },
   };
 }
