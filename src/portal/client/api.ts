@@ -120,7 +120,11 @@ export function errorText(err: unknown): string {
     case 0:
       return t('errNetwork');
     case 400:
-      return err.detail ? t('errBadRequest', { detail: err.detail }) : t('errBadRequestNoDetail');
+      // The server's detail is English and technical: show our own words for the field it names.
+      if (err.detail?.startsWith('m:')) return t('errEmailsServer');
+      if (err.detail?.startsWith('c:')) return t('errMobilesServer');
+      if (err.detail?.startsWith('d:')) return t('errDestinationServer');
+      return t('errBadRequestNoDetail');
     case 401:
       return t('errUnauthorized');
     case 403:
