@@ -7,7 +7,15 @@ import { after, before, describe, test } from 'node:test';
 import { eventually, TcpProxy } from './helpers/peers.js';
 import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
 import { createTestBucket, S3_SKIP, s3Available, type TestBucket } from './helpers/s3.js';
-import { APIVER, call, closeAll, GO_TIME, startTestServer, type TestServer } from './helpers/server.js';
+import {
+  APIVER,
+  call,
+  closeAll,
+  freePort,
+  GO_TIME,
+  startTestServer,
+  type TestServer,
+} from './helpers/server.js';
 
 const hasPg = await postgresAvailable();
 if (!hasPg && PG_REQUIRED) throw new Error(`REMESSA_TEST_REQUIRE_PG=1 but ${PG_SKIP}`);
@@ -71,6 +79,7 @@ async function readyz(t: TestServer, status: number) {
 
 describe('readiness follows PostgreSQL', { skip: hasPg ? false : PG_SKIP }, () => {
   let t: TestServer;
+  let metricsPort: number;
   let proxy: TcpProxy;
   let database: Awaited<ReturnType<typeof createTempDatabase>>;
   before(async () => {
@@ -79,7 +88,10 @@ describe('readiness follows PostgreSQL', { skip: hasPg ? false : PG_SKIP }, () =
     proxy = new TcpProxy(url.hostname, Number(url.port || 5432));
     await proxy.start();
     url.host = proxy.address;
-    t = await startTestServer({ env: { REMESSA_DATABASE_URL: url.toString() } });
+    metricsPort = await freePort();
+    t = await startTestServer({
+      env: { REMESSA_DATABASE_URL: url.toString(), REMESSA_METRICS_PORT: String(metricsPort) },
+    });
   });
   after(() => closeAll(t, proxy, () => database.drop()));
 
@@ -97,6 +109,13 @@ describe('readiness follows PostgreSQL', { skip: hasPg ? false : PG_SKIP }, () =
     await proxy.start();
     const up = await readyz(t, 200);
     assert.deepEqual(up.body['checks'], { database: 'ok', storage: 'ok' });
+  });
+
+  test('the PostgreSQL pool is in the metrics', async () => {
+    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    const total = /^remessa_db_pool_connections\{state="total"\} (\d+)$/m.exec(text);
+    assert.ok(total && Number(total[1]) >= 1, text.slice(0, 200));
+    assert.match(text, /^remessa_db_pool_connections\{state="waiting"\} \d+$/m);
   });
 });
 

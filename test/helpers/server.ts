@@ -9,6 +9,7 @@ import { Writable } from 'node:stream';
 import { OffsetClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import type { UserRow } from '../../src/db/schema.js';
+import { ErrorEnvelope } from '../../src/http/schemas.js';
 import { createLogger } from '../../src/logger.js';
 import { type RunningServer, startServer } from '../../src/server.js';
 import type { BlobStore } from '../../src/storage/blob-store.js';
@@ -216,7 +217,8 @@ export const GO_TIME =
   /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{6} [+-]\d{4} (?:[A-Z]{2,5}|[+-]\d{2}(?:\d{2})?) m=\+\d+\.\d{9}$/;
 export const APIVER = /^v1 \(\d+\.\d+\.\d+\)$/;
 
-export const ERROR_KEYS = ['apiver', 'description', 'status', 'time'];
+/** The keys every error envelope has: those openapi.json's ErrorEnvelope requires. */
+export const ERROR_KEYS = [...ErrorEnvelope.required].sort();
 /** Keys of an error envelope, ignoring the optional `detail`. */
 export function errorKeys(body: Record<string, unknown>): string[] {
   return Object.keys(body)

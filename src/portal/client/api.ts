@@ -1,6 +1,7 @@
 // Talks to the Remessa API on the same origin. Every response is a JSON envelope (interface §2.2);
 // failures become ApiError with the HTTP status and the envelope's safe `detail`.
 // credentials: 'omit' — no cookies, and a 401 never pops the browser's Basic-auth dialog.
+import type { FileEntryBody, RecipientStatusBody } from '../../http/schemas.js';
 import { config } from './config.js';
 import { t } from './i18n.js';
 import { endSession, getSession } from './session.js';
@@ -12,24 +13,11 @@ export interface Envelope {
   detail?: string;
 }
 
-export interface FileEntry {
-  id: number;
-  name: string;
-  length: number;
-  modified: number;
-  linkURL: string;
-  /** the owner's view of who was told about the file (docs/webhooks.md, delivery tracking) */
-  recipients?: RecipientStatus[];
-}
-
-export interface RecipientStatus {
-  id: number;
-  address: string;
-  channel: 'email' | 'sms';
-  status: 'pending' | 'sent' | 'failed';
-  reason: string | null;
-  downloads: { count: number; complete: boolean; last: number | null };
-}
+// The API's response shapes come from the schemas openapi.json is made of (type-only imports:
+// nothing of them reaches the bundle).
+export type RecipientStatus = RecipientStatusBody;
+/** (A $ref inside a schema types as unknown: `recipients` is named here.) */
+export type FileEntry = Omit<FileEntryBody, 'recipients'> & { recipients?: RecipientStatus[] };
 
 export class ApiError extends Error {
   constructor(
