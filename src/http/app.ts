@@ -66,6 +66,10 @@ export function sendError(
   detail?: string,
 ) {
   const { baseUrl } = request.server.services.config;
+  // A download that failed after its headers were prepared (a damaged file found by the hash
+  // check) must not answer the envelope under the file's type, length and name: the client got
+  // `{}` cut to the file's Content-Length. (Found by the response check of issue 15.)
+  for (const name of ['content-length', 'content-type', 'content-disposition']) reply.removeHeader(name);
   if (request.routeOptions.config?.oauth) {
     return reply
       .code(status)
