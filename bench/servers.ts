@@ -169,7 +169,12 @@ export function ensureNginx(): string {
   return now;
 }
 
-export async function startNginx(bin: string, dir: string): Promise<Server & { port: number; root: string }> {
+export async function startNginx(
+  bin: string,
+  dir: string,
+  /** worker_connections (the small-request bench opens 1,000 at once) */
+  connections = 64,
+): Promise<Server & { port: number; root: string }> {
   const port = await freePort();
   const root = path.join(dir, 'www');
   mkdirSync(path.join(root, 'up'), { recursive: true });
@@ -180,7 +185,7 @@ export async function startNginx(bin: string, dir: string): Promise<Server & { p
 daemon off;
 pid ${dir}/nginx.pid;
 error_log ${dir}/error.log warn;
-events { worker_connections 64; }
+events { worker_connections ${connections}; }
 http {
   access_log off;
   sendfile on;
@@ -214,6 +219,8 @@ export async function startRemessa(
   dir: string,
   size: number,
   nodeArgs: string[],
+  /** more REMESSA_* settings (a PostgreSQL database, the log level) */
+  extraEnv: Record<string, string> = {},
 ): Promise<Server & { base: string }> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}/v1`;
@@ -225,6 +232,7 @@ export async function startRemessa(
     REMESSA_BASE_URL: base,
     REMESSA_LOG_LEVEL: 'warn',
     REMESSA_MAX_FILE_SIZE: String(size + 64 * MiB),
+    ...extraEnv,
   };
   const cli = path.join(ROOT, 'bin', 'remessa.js');
   execFileSync(process.execPath, [cli, 'user', 'add', 'bench', '--password-stdin'], {

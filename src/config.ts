@@ -41,6 +41,10 @@ export interface Config {
   /** A download whose client takes nothing for this long is cut off. */
   stallSeconds: number;
   sweepSeconds: number;
+  /** tus uploads not finished within this many hours expire; the sweeper removes their bytes. */
+  uploadExpiryHours: number;
+  /** Unfinished tus uploads one user may hold at once. */
+  uploadMaxOpen: number;
   recipientPin: boolean;
   pinSeconds: number;
   notifyRetrySeconds: number;
@@ -263,6 +267,8 @@ export function loadConfig(env: Source = process.env): Config {
     s3: storage === 's3' ? s3Config(r) : null,
     stallSeconds: r.int('REMESSA_STALL_SECONDS', 120, 1),
     sweepSeconds: r.int('REMESSA_SWEEP_SECONDS', 60, 1),
+    uploadExpiryHours: r.int('REMESSA_UPLOAD_EXPIRY_HOURS', 24, 1),
+    uploadMaxOpen: r.int('REMESSA_UPLOAD_MAX_OPEN', 20, 1),
     recipientPin: r.bool('REMESSA_RECIPIENT_PIN', true),
     pinSeconds: r.int('REMESSA_PIN_SECONDS', 180, 10),
     notifyRetrySeconds: r.int('REMESSA_NOTIFY_RETRY_SECONDS', 5, 0),

@@ -1,7 +1,25 @@
 // The one error type. Domain services throw AppError; the HTTP layer maps it to an envelope (or an
 // OAuth error object on the token endpoint). `detail` is safe to show: it never reveals whether a
 // user exists.
-export type ErrorStatus = 400 | 401 | 403 | 404 | 405 | 408 | 409 | 413 | 416 | 429 | 500 | 503;
+// 410, 412, 415, 423 and 460 (checksum mismatch) are the tus protocol's answers (src/http/routes/uploads.ts).
+export type ErrorStatus =
+  | 400
+  | 401
+  | 403
+  | 404
+  | 405
+  | 408
+  | 409
+  | 410
+  | 412
+  | 413
+  | 415
+  | 416
+  | 423
+  | 429
+  | 460
+  | 500
+  | 503;
 
 export const STATUS_TEXT: Record<ErrorStatus, string> = {
   400: 'Bad Request',
@@ -11,9 +29,14 @@ export const STATUS_TEXT: Record<ErrorStatus, string> = {
   405: 'Method Not Allowed',
   408: 'Request Timeout',
   409: 'Conflict',
+  410: 'Gone',
+  412: 'Precondition Failed',
   413: 'Payload Too Large',
+  415: 'Unsupported Media Type',
   416: 'Range Not Satisfiable',
+  423: 'Locked',
   429: 'Too Many Requests',
+  460: 'Checksum Mismatch',
   500: 'Internal Server Error',
   503: 'Service Unavailable',
 };

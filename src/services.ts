@@ -1,7 +1,9 @@
 // Composition root: builds every domain service from the config. The CLI and the server share it.
 import { AuditLog } from './audit/audit-log.js';
 import { AuthService } from './auth/auth-service.js';
+import { ChangeTokenStore } from './auth/change-token-store.js';
 import { RecoveryService } from './auth/recovery-service.js';
+import { RevokedTokenStore } from './auth/revoked-token-store.js';
 import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
 import { type Db, type OpenDatabase, openDatabase } from './db/database.js';
@@ -9,11 +11,13 @@ import type { Dialect } from './db/migrations.js';
 import { FileService } from './files/file-service.js';
 import { FileStore } from './files/file-store.js';
 import { FileSweeper } from './files/lifecycle.js';
+import { LinkStore } from './files/link-store.js';
 import { RecipientNotifier } from './files/recipients.js';
 import { SecureLinks } from './files/secure-links.js';
 import { DeliveryTracker } from './files/tracking.js';
 import type { Logger } from './logger.js';
 import { NotificationService } from './notify/notification-service.js';
+import { OutboxStore } from './notify/outbox-store.js';
 import { Templates } from './notify/templates.js';
 import { transportsFrom } from './notify/transports.js';
 import { Metrics } from './ops/metrics.js';
@@ -25,6 +29,8 @@ import { createBlobStore } from './storage/blob-stores.js';
 import { BlobWriter } from './storage/blob-writer.js';
 import { IntentStore } from './storage/intent-store.js';
 import { StorageReconciler } from './storage/reconciler.js';
+import { UploadService } from './uploads/upload-service.js';
+import { catalogOf, UploadStore } from './uploads/upload-store.js';
 import { UserService } from './users/user-service.js';
 import { UserStore } from './users/user-store.js';
 import { WebhookService } from './webhooks/webhook-service.js';
@@ -64,6 +70,8 @@ export interface Services {
   readiness: Readiness;
   /** Prometheus series (issue 15); served only when REMESSA_METRICS_PORT is set. */
   metrics: Metrics;
+  /** Resumable (tus) uploads (issue 14). */
+  uploads: UploadService;
   /** Jobs `remessa serve` runs in the background (each domain adds its own). */
   jobs: BackgroundJob[];
   close(): Promise<void>;
@@ -104,7 +112,7 @@ async function assemble(
   const clock = opts.clock ?? systemClock;
   const { db } = database;
   const keys = new Keys(loadOrCreateSecret(config.dataDir, config.secret));
-  const audit = new AuditLog(db, clock);
+  const audit = new AuditLog(db, clock, database.commits);
   const metrics = new Metrics({ db, clock, poolStats: database.poolStats });
   audit.tap(async (_db, entry) => metrics.onAudit(entry));
   const userStore = new UserStore(db);
@@ -112,16 +120,26 @@ async function assemble(
     defaultLang: config.lang,
     passwordMinLength: config.passwordMinLength,
   });
-  const auth = new AuthService(db, userStore, audit, keys, clock, config);
+  const auth = new AuthService({
+    users: userStore,
+    revoked: new RevokedTokenStore(db),
+    audit,
+    keys,
+    clock,
+    opts: config,
+  });
   const rateCounter = new RateCounter(db, clock);
   const blobs = opts.blobStore ?? (await createBlobStore(config));
   await blobs.open();
   const fileStore = new FileStore(db, database.dialect);
-  const intents = new IntentStore(db);
-  const reconciler = new StorageReconciler(blobs, intents, fileStore, clock, log);
+  const linkStore = new LinkStore(db);
+  const intents = new IntentStore(db, database.commits);
+  const uploadStore = new UploadStore(db);
+  // tus uploads' chunks are owned by their rows as files' blobs are by theirs.
+  const reconciler = new StorageReconciler(blobs, intents, catalogOf(fileStore, uploadStore), clock, log);
   await reconciler.reconcile();
   const writer = new BlobWriter(blobs, intents, clock);
-  const files = new FileService(db, fileStore, writer, audit, users, keys, clock, config);
+  const files = new FileService(db, fileStore, writer, audit, users, keys, clock, config, database.commits);
   const webhookStore = new WebhookStore(db);
   const webhookTransport = new WebhookTransport(webhookStore, keys, clock, {
     global:
@@ -130,8 +148,10 @@ async function assemble(
         : null,
     allowPrivate: config.webhookAllowPrivate,
   });
+  const outbox = new OutboxStore(db);
   const notify = new NotificationService(
     db,
+    outbox,
     keys,
     clock,
     audit,
@@ -145,19 +165,68 @@ async function assemble(
       autoKick: opts.startWorkers !== false,
     },
   );
-  const recovery = new RecoveryService(db, users, audit, keys, clock, notify, {
-    baseUrl: config.baseUrl,
-    defaultLang: config.lang,
-    pinSeconds: config.pinSeconds,
+  const recovery = new RecoveryService({
+    db,
+    tokens: new ChangeTokenStore(db),
+    users,
+    audit,
+    keys,
+    clock,
+    notify,
+    opts: { baseUrl: config.baseUrl, defaultLang: config.lang, pinSeconds: config.pinSeconds },
   });
   // Upload recipients (links + 'file-link' messages) and the sender's download confirmation.
-  const recipients = new RecipientNotifier(db, files, notify, users, audit, clock, keys, fileStore, config);
+  const recipients = new RecipientNotifier({
+    db,
+    files,
+    store: fileStore,
+    links: linkStore,
+    outbox,
+    notify,
+    users,
+    audit,
+    clock,
+    keys,
+    config,
+  });
   recipients.register();
-  const tracking = new DeliveryTracker(db, fileStore);
-  const webhooks = new WebhookService(webhookStore, notify, keys, clock, config);
+  const tracking = new DeliveryTracker(db, fileStore, linkStore, outbox);
+  const webhooks = new WebhookService(webhookStore, notify, keys, clock, config, linkStore);
   audit.tap((trx, entry, at) => webhooks.onAudit(trx, entry, at));
-  const secureLinks = new SecureLinks(db, files, users, notify, audit, keys, clock, config);
+  const secureLinks = new SecureLinks({
+    db,
+    links: linkStore,
+    files,
+    users,
+    notify,
+    audit,
+    keys,
+    clock,
+    config,
+  });
+  const uploads = new UploadService({
+    db,
+    store: uploadStore,
+    files,
+    fileStore,
+    writer,
+    blobs,
+    intents,
+    users,
+    keys,
+    clock,
+    log,
+    config,
+  });
   const jobs: BackgroundJob[] = [
+    {
+      name: 'upload-sweeper',
+      intervalMs: config.sweepSeconds * 1000,
+      run: async () => {
+        const n = await uploads.sweep();
+        if (n) log.info({ expired: n }, 'expired tus uploads removed');
+      },
+    },
     { name: 'prune-revoked-tokens', intervalMs: 60 * 60 * 1000, run: () => auth.pruneRevoked() },
     { name: 'prune-rate-limits', intervalMs: 60 * 60 * 1000, run: () => rateCounter.prune() },
     new FileSweeper(files, fileStore, blobs, reconciler, audit, clock, log, config.sweepSeconds * 1000),
@@ -185,6 +254,7 @@ async function assemble(
     webhooks,
     readiness: new Readiness({ db, blobs }),
     metrics,
+    uploads,
     jobs,
     async close() {
       await notify.stop();

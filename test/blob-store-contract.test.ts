@@ -167,6 +167,22 @@ for (const kind of kinds) {
       await empty();
     });
 
+    test('readSmall: stat and whole contents up to the limit in one go; only the stat above it; null when missing', async () => {
+      for (const size of [0, 1, 4096, 65_536, 65_537, 3 * MiB]) {
+        const data = bytes(size);
+        const blob = await writer.write(chunked(data), 64 * MiB);
+        await writer.settle(db.db, [blob.key]);
+        const small = await store.readSmall(blob.key, 65_536);
+        assert.deepEqual(small?.stat, { size, fingerprint: blob.fingerprint }, `${size} bytes: stat`);
+        if (size <= 65_536) assert.ok(small?.data?.equals(data), `${size} bytes read whole`);
+        else assert.equal(small?.data, null, `${size} bytes: larger than asked for`);
+        await store.delete(blob.key);
+        assert.equal(await store.readSmall(blob.key, 65_536), null);
+      }
+      assert.equal(await store.readSmall(newKey(), 65_536), null);
+      await empty();
+    });
+
     test('no partial object is visible while a write is in progress, nor after it fails', async () => {
       const key = newKey();
       const source = new PassThrough();

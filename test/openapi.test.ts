@@ -54,6 +54,7 @@ describe('openapi.json', () => {
       .flatMap(([p, methods]) => Object.keys(methods).map((m) => `${m.toUpperCase()} ${p}`))
       .sort();
     assert.deepEqual(ops, [
+      'DELETE /uploads/{id}',
       'DELETE /webhooks',
       'GET /auth/firstaccess',
       'GET /auth/forget',
@@ -66,9 +67,14 @@ describe('openapi.json', () => {
       'GET /download/status',
       'GET /healthz',
       'GET /readyz',
+      'GET /uploads/{id}',
       'GET /webhooks',
       'HEAD /download/file',
       'HEAD /download/file/backup',
+      'HEAD /uploads/{id}',
+      'OPTIONS /uploads',
+      'OPTIONS /uploads/{id}',
+      'PATCH /uploads/{id}',
       'POST /auth/changeParameters',
       'POST /auth/login',
       'POST /auth/logout',
@@ -76,6 +82,7 @@ describe('openapi.json', () => {
       'POST /download/resend',
       'POST /oauth2/token',
       'POST /upload',
+      'POST /uploads',
       'POST /webhooks',
     ]);
   });
@@ -201,7 +208,7 @@ describe('Swagger UI', { skip: browserSkip() }, () => {
       assert.ok(res?.ok());
       await opened.page.waitForSelector('.opblock-summary', { timeout: 30_000 });
       const count = await opened.page.locator('.opblock-summary').count();
-      assert.equal(count, 23);
+      assert.equal(count, 30);
       assert.ok(await opened.page.getByText('/oauth2/token').first().isVisible());
       await screenshot(opened.page, 'swagger-ui');
       assert.deepEqual(opened.cspViolations, []);

@@ -14,6 +14,7 @@ import {
   scrollsSideways,
   seriousAxeViolations,
 } from './helpers/browser.js';
+import { finishedDownloads } from './helpers/files.js';
 import { eventually, HttpPeer, MailSink } from './helpers/peers.js';
 import { basic, call, closeAll, startTestServer, type TestServer } from './helpers/server.js';
 
@@ -90,8 +91,8 @@ describe('portal: delivery tracking on the sender’s list', { skip: browserSkip
     const got = await fetch(link);
     assert.equal(got.status, 200);
     await got.arrayBuffer();
-    // The download's audit row, which tracking reads, is written as the response ends.
-    await eventually(async () => (await t.server.services.audit.query({ event: 'download' })).length === 1);
+    // The download's audit row, which tracking reads, gets its outcome as the response ends.
+    await eventually(async () => (await finishedDownloads(t)).length === 1);
     await page.reload();
     await bob.getByText(/^Downloaded \(1×, last .+\)$/).waitFor();
     await screenshot(page, 'tracking-list-desktop');

@@ -170,6 +170,21 @@ describe('password recovery', () => {
     secrets.push('carol-new-pass');
   });
 
+  test('two PINs asked for one link at once: exactly one is sent, the other gets 429', async () => {
+    await t.createUser('racer', 'racer-password', { email: 'racer@example.com', lang: 'en' });
+    const r = await forget('racer');
+    const k = kOf(String(r.body['linkURL']));
+    secrets.push(k, pinOf(await mail.take('racer@example.com')));
+    await t.advanceClock(61_000);
+    const asks = await Promise.all([change({ k }), change({ k })]);
+    assert.deepEqual(asks.map((a) => a.status).sort(), [200, 429]);
+    const pin = pinOf(await mail.take('racer@example.com'));
+    secrets.push(pin);
+    assert.equal(await mail.take('racer@example.com', 500).catch(() => null), null, 'only one PIN mail');
+    assert.equal((await change({ k, p: pin, z: 'racer-new-password' })).status, 200);
+    secrets.push('racer-new-password');
+  });
+
   test('five wrong PINs kill the link; the password is unchanged', async () => {
     await t.createUser('dave', 'dave-password');
     const r = await forget('dave');

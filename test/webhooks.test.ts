@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { verifySignature } from '../src/webhooks/signature.js';
 import { isPrivateAddress } from '../src/webhooks/url-safety.js';
 import { run } from './helpers/cli.js';
+import { outcomeKnown } from './helpers/files.js';
 import { type CapturedRequest, eventually, HttpPeer, MailSink } from './helpers/peers.js';
 import {
   basic,
@@ -60,14 +61,15 @@ async function drain(t: TestServer): Promise<void> {
   await t.server.workers.get('outbox')!.runOnce();
 }
 
-/** A download read to the end; returns once its audit row (and so its event) is written. */
+/** A download read to the end; returns once its audit row has its outcome (and so its event is written). */
 async function download(t: TestServer, url: string, status: number, headers: Record<string, string> = {}) {
   const { audit } = t.server.services;
-  const before = (await audit.query({ event: 'download' })).length;
+  const finished = async () => (await audit.query({ event: 'download' })).filter(outcomeKnown).length;
+  const before = await finished();
   const res = await fetch(url, { headers });
   assert.equal(res.status, status);
   await res.arrayBuffer();
-  await eventually(async () => (await audit.query({ event: 'download' })).length > before);
+  await eventually(async () => (await finished()) > before);
 }
 
 const upload = (t: TestServer, auth: string, name: string, query: Record<string, string> = {}) => {

@@ -1,6 +1,8 @@
 // The audit trail: one row per security- or transfer-relevant event (DESIGN §7).
+import type { CompiledQuery } from 'kysely';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/database.js';
+import type { GroupCommit } from '../db/group-commit.js';
 import type { AuditRow } from '../db/schema.js';
 
 export type AuditEventName =
@@ -44,6 +46,9 @@ export interface AuditEntry {
   detail?: string | Record<string, unknown> | null;
 }
 
+/** An entry whose detail is an object (begin() adds to it). */
+export type DetailedEntry = Omit<AuditEntry, 'detail'> & { detail: Record<string, unknown> };
+
 export interface AuditFilter {
   user?: string;
   event?: string;
@@ -60,35 +65,63 @@ export type AuditTap = (db: Db, entry: AuditEntry, at: number) => Promise<void>;
 
 export class AuditLog {
   private readonly taps: AuditTap[] = [];
+  private compiledInsert: CompiledQuery<{ id: number }> | undefined;
 
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
+    /** Rows written on their own share commits with other requests' (src/db/group-commit.ts). */
+    private readonly commits: GroupCommit,
   ) {}
 
   tap(fn: AuditTap): void {
     this.taps.push(fn);
   }
 
-  /** Pass `db` to record inside a caller's transaction. */
-  async record(entry: AuditEntry, db: Db = this.db): Promise<void> {
+  /**
+   * Pass `db` to record inside a caller's transaction. Without one, the row and what the taps
+   * write commit together, in a group commit: durable when this resolves.
+   */
+  async record(entry: AuditEntry, db?: Db): Promise<void> {
+    if (!db) return this.commits.run((trx) => this.record(entry, trx));
     const at = this.clock.now();
-    const detail =
-      entry.detail === undefined || entry.detail === null
-        ? null
-        : typeof entry.detail === 'string'
-          ? entry.detail
-          : JSON.stringify(entry.detail);
-    await db
+    await this.insert(db, rowOf(entry, at));
+    for (const tap of this.taps) await tap(db, entry, at);
+  }
+
+  /**
+   * Every request writes audit rows: the insert is built and compiled by Kysely once (per
+   * instance, so per dialect) and later rows only bind their values. Returns the row's id.
+   */
+  private async insert(db: Db, row: ReturnType<typeof rowOf>): Promise<number> {
+    this.compiledInsert ??= db
       .insertInto('audit')
-      .values({
-        at,
-        event: entry.event,
-        user_name: entry.user ?? null,
-        remote: entry.remote ?? null,
-        file_id: entry.fileId ?? null,
-        detail,
-      })
+      .values({ at: 0, event: '', user_name: null, remote: null, file_id: null, detail: null })
+      .returning('id')
+      .compile();
+    const parameters = [row.at, row.event, row.user_name, row.remote, row.file_id, row.detail];
+    const { rows } = await db.executeQuery<{ id: number }>({ ...this.compiledInsert, parameters });
+    return rows[0]!.id;
+  }
+
+  /**
+   * Writes the row of an event whose outcome is not known yet (a download about to send its first
+   * byte) and returns its id. Its detail is `entry.detail` plus `"outcome":"unknown"` until
+   * finish() replaces it, so a crash in between leaves a row that says so. The taps run once, at
+   * finish(): a webhook event tells what happened, not that something began.
+   */
+  async begin(entry: DetailedEntry): Promise<number> {
+    const row = rowOf({ ...entry, detail: { ...entry.detail, outcome: 'unknown' } }, this.clock.now());
+    return this.commits.run((trx) => this.insert(trx, row));
+  }
+
+  /** Gives a row begun with begin() its final detail (the time stays when it began); taps run now. */
+  async finish(id: number, entry: AuditEntry, db: Db): Promise<void> {
+    const at = this.clock.now();
+    await db
+      .updateTable('audit')
+      .set({ detail: rowOf(entry, at).detail })
+      .where('id', '=', id)
       .execute();
     for (const tap of this.taps) await tap(db, entry, at);
   }
@@ -121,4 +154,21 @@ export class AuditLog {
       .execute()
       .then((rows) => rows.reverse());
   }
+}
+
+function rowOf(entry: AuditEntry, at: number) {
+  const detail =
+    entry.detail === undefined || entry.detail === null
+      ? null
+      : typeof entry.detail === 'string'
+        ? entry.detail
+        : JSON.stringify(entry.detail);
+  return {
+    at,
+    event: entry.event,
+    user_name: entry.user ?? null,
+    remote: entry.remote ?? null,
+    file_id: entry.fileId ?? null,
+    detail,
+  };
 }

@@ -2,12 +2,13 @@
 import { errors as joseErrors, jwtVerify, SignJWT } from 'jose';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { Clock } from '../clock.js';
-import type { Db } from '../db/database.js';
 import type { UserRow } from '../db/schema.js';
 import { AppError, unauthorized } from '../errors.js';
 import { type Keys, randomToken } from '../security/keys.js';
 import type { UserStore } from '../users/user-store.js';
+import { CredentialCache, type CredentialCacheOptions } from './credential-cache.js';
 import { verifyPassword } from './passwords.js';
+import type { RevokedTokenStore } from './revoked-token-store.js';
 
 const MINUTE = 60_000;
 
@@ -35,21 +36,46 @@ export interface BearerSession {
   expiresAt: number;
 }
 
+export interface AuthDeps {
+  users: UserStore;
+  revoked: RevokedTokenStore;
+  audit: AuditLog;
+  keys: Keys;
+  clock: Clock;
+  opts: AuthOptions;
+  /** Tests: a smaller or shorter-lived verified-credential cache. */
+  cache?: Partial<CredentialCacheOptions>;
+}
+
 export class AuthService {
-  constructor(
-    private readonly db: Db,
-    private readonly users: UserStore,
-    private readonly audit: AuditLog,
-    private readonly keys: Keys,
-    private readonly clock: Clock,
-    private readonly opts: AuthOptions,
-  ) {}
+  private readonly users: UserStore;
+  private readonly revoked: RevokedTokenStore;
+  private readonly audit: AuditLog;
+  private readonly keys: Keys;
+  private readonly clock: Clock;
+  private readonly opts: AuthOptions;
+  /** Successful Basic verifications of this instance (src/auth/credential-cache.ts). */
+  private readonly verified: CredentialCache;
+
+  constructor(deps: AuthDeps) {
+    ({
+      users: this.users,
+      revoked: this.revoked,
+      audit: this.audit,
+      keys: this.keys,
+      clock: this.clock,
+      opts: this.opts,
+    } = deps);
+    this.verified = new CredentialCache(deps.clock, deps.cache);
+  }
 
   /**
    * Checks a name and password. Unknown user, wrong password, disabled or locked account all give
    * the same 401 with the same detail, after the same argon2 work, so no answer tells whether a
    * user exists; a lock starts after `lockoutAttempts` consecutive failures. An address with
    * CREDENTIAL_FAILURES_PER_MINUTE failures in the last minute gets 429 before anything is checked.
+   * A name and password verified before against the account's current state skip argon2 (the
+   * credential cache); everything else, and every failure, takes the full path.
    */
   async checkPassword(name: string, password: string, remote: string | null): Promise<UserRow> {
     const now = this.clock.now();
@@ -61,6 +87,8 @@ export class AuthService {
         });
     }
     const user = await this.users.byName(name);
+    const cacheKey = this.keys.credentialHash(name.toLowerCase(), password);
+    if (this.verified.hit(cacheKey, user)) return this.signedIn(user!);
     const locked = user !== undefined && user.locked_until > now;
     const ok = await verifyPassword(locked ? null : (user?.password_hash ?? null), password);
     const fail = async (detail: string) => {
@@ -92,6 +120,16 @@ export class AuthService {
       throw err;
     }
     if (!user.enabled) throw await fail('disabled');
+    this.verified.remember(cacheKey, user);
+    return this.signedIn(user);
+  }
+
+  /** Verifications this instance remembers (tests, diagnostics). */
+  get cachedCredentials(): number {
+    return this.verified.size;
+  }
+
+  private async signedIn(user: UserRow): Promise<UserRow> {
     if (user.failed_logins > 0) await this.users.update(user.id, { failed_logins: 0 });
     return user;
   }
@@ -130,26 +168,17 @@ export class AuthService {
       throw unauthorized('invalid token');
     const user = await this.users.byId(payload.uid);
     if (!user?.enabled || user.token_generation !== payload.gen) throw unauthorized('token revoked');
-    const revoked = await this.db
-      .selectFrom('revoked_tokens')
-      .select('jti')
-      .where('jti', '=', payload.jti!)
-      .executeTakeFirst();
-    if (revoked) throw unauthorized('token revoked');
+    if (await this.revoked.isRevoked(payload.jti!)) throw unauthorized('token revoked');
     return { user, jti: payload.jti!, expiresAt: payload.exp! * 1000 };
   }
 
   async logout(session: BearerSession, remote: string | null): Promise<void> {
-    await this.db
-      .insertInto('revoked_tokens')
-      .values({ jti: session.jti, user_id: session.user.id, expires_at: session.expiresAt })
-      .onConflict((oc) => oc.column('jti').doNothing())
-      .execute();
+    await this.revoked.revoke(session.jti, session.user.id, session.expiresAt);
     await this.audit.record({ event: 'logout', user: session.user.name, remote });
   }
 
   /** Forget revocations of tokens that have expired anyway (called by the sweeper). */
   async pruneRevoked(): Promise<void> {
-    await this.db.deleteFrom('revoked_tokens').where('expires_at', '<', this.clock.now()).execute();
+    await this.revoked.prune(this.clock.now());
   }
 }

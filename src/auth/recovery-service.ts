@@ -10,9 +10,10 @@ import { badRequest, forbidden, unauthorized } from '../errors.js';
 import type { NotificationService } from '../notify/notification-service.js';
 import { formatDuration } from '../notify/templates.js';
 import { type Keys, randomToken, sha256 } from '../security/keys.js';
-import { PinPolicy } from '../security/pins.js';
+import { PinLifecycle, PinPolicy } from '../security/pins.js';
 import type { UserService } from '../users/user-service.js';
 import { isLang } from '../validation.js';
+import type { ChangeTokenStore } from './change-token-store.js';
 
 export type ChangePurpose = 'forget' | 'firstaccess';
 
@@ -39,25 +40,55 @@ export interface LinkResult {
   linkURL: string;
 }
 
+export interface RecoveryDeps {
+  db: Db;
+  tokens: ChangeTokenStore;
+  users: UserService;
+  audit: AuditLog;
+  keys: Keys;
+  clock: Clock;
+  notify: NotificationService;
+  opts: RecoveryOptions;
+}
+
 export class RecoveryService {
   private readonly linkMs: number;
   private readonly maxFailures: number;
   private readonly resendMs: number;
-  private readonly pins: PinPolicy;
+  private readonly pins: PinLifecycle;
+  private readonly db: Db;
+  private readonly tokens: ChangeTokenStore;
+  private readonly users: UserService;
+  private readonly audit: AuditLog;
+  private readonly clock: Clock;
+  private readonly notify: NotificationService;
+  private readonly opts: RecoveryOptions;
 
-  constructor(
-    private readonly db: Db,
-    private readonly users: UserService,
-    private readonly audit: AuditLog,
-    keys: Keys,
-    private readonly clock: Clock,
-    private readonly notify: NotificationService,
-    private readonly opts: RecoveryOptions,
-  ) {
+  constructor(deps: RecoveryDeps) {
+    ({
+      db: this.db,
+      tokens: this.tokens,
+      users: this.users,
+      audit: this.audit,
+      clock: this.clock,
+      notify: this.notify,
+      opts: this.opts,
+    } = deps);
+    const { opts, tokens } = deps;
     this.linkMs = (opts.linkSeconds ?? 30 * 60) * 1000;
     this.maxFailures = opts.maxPinFailures ?? 5;
     this.resendMs = (opts.resendSeconds ?? 60) * 1000;
-    this.pins = new PinPolicy(keys, opts.pinSeconds, opts.resendSeconds ?? 60);
+    this.pins = new PinLifecycle({
+      db: deps.db,
+      policy: new PinPolicy(deps.keys, opts.pinSeconds, opts.resendSeconds ?? 60),
+      maxFailures: this.maxFailures,
+      // No lock and no reset: a change link with maxFailures wrong PINs is dead, and a right PIN
+      // uses it up.
+      rows: {
+        claimSend: (trx, id, sentAt, columns) => tokens.claimPinSend(trx, id, sentAt, columns),
+        countFailure: (id) => tokens.countPinFailure(id),
+      },
+    });
   }
 
   private langOf(user: UserRow): Lang {
@@ -95,40 +126,29 @@ export class RecoveryService {
       throw forbidden(refuse === 'account disabled' ? undefined : refuse);
     }
     const now = this.clock.now();
-    const recent = await this.db
-      .selectFrom('change_tokens')
-      .select('created_at')
-      .where('user_id', '=', user.id)
-      .where('created_at', '>', now - this.resendMs)
-      .orderBy('created_at', 'desc')
-      .executeTakeFirst();
-    if (recent) throw this.pins.tooSoon(this.pins.resendWait(recent.created_at, now));
+    // One link per user per resend period: a new link is also a PIN sent.
+    const recent = await this.tokens.newestSince(user.id, now - this.resendMs);
+    if (recent !== undefined) throw this.pins.policy.tooSoon(this.pins.policy.resendWait(recent, now));
 
     const token = randomToken();
     const linkURL = this.linkFor(user, token);
-    const { pin, columns } = this.pins.issue(now);
+    const { pin, columns } = this.pins.policy.issue(now);
     await this.db.transaction().execute(async (trx) => {
-      const row = await trx
-        .insertInto('change_tokens')
-        .values({
-          user_id: user.id,
-          token_hash: sha256(token),
-          purpose,
-          ...columns,
-          pin_failures: 0,
-          expires_at: now + this.linkMs,
-          used_at: null,
-          created_at: now,
-        })
-        .returning('id')
-        .executeTakeFirstOrThrow();
+      const id = await this.tokens.insert(trx, {
+        userId: user.id,
+        tokenHash: sha256(token),
+        purpose,
+        ...columns,
+        expiresAt: now + this.linkMs,
+        createdAt: now,
+      });
       await this.enqueuePin(trx, user, purpose, pin, linkURL);
       await this.audit.record(
-        { event: 'password.link_issued', user: user.name, remote, detail: { purpose, link: row.id } },
+        { event: 'password.link_issued', user: user.name, remote, detail: { purpose, link: id } },
         trx,
       );
       await this.audit.record(
-        { event: 'pin.sent', user: user.name, remote, detail: { purpose, link: row.id, to: user.email } },
+        { event: 'pin.sent', user: user.name, remote, detail: { purpose, link: id, to: user.email } },
         trx,
       );
     });
@@ -146,11 +166,7 @@ export class RecoveryService {
     const { k, p, z } = input;
     if (!k) throw badRequest('k (change token) is required');
     const now = this.clock.now();
-    const row = await this.db
-      .selectFrom('change_tokens')
-      .selectAll()
-      .where('token_hash', '=', sha256(k))
-      .executeTakeFirst();
+    const row = await this.tokens.byTokenHash(sha256(k));
     const user = row ? await this.users.byId(row.user_id) : undefined;
     if (
       !row ||
@@ -189,24 +205,12 @@ export class RecoveryService {
     await this.checkPin(row, user, p, now, remote);
 
     // Consume atomically: of two concurrent requests with the right PIN only one proceeds.
-    const consumed = await this.db
-      .updateTable('change_tokens')
-      .set({ used_at: now })
-      .where('id', '=', row.id)
-      .where('used_at', 'is', null)
-      .where('pin_failures', '<', this.maxFailures)
-      .executeTakeFirst();
-    if (Number(consumed.numUpdatedRows) !== 1) {
+    if (!(await this.tokens.consume(row.id, now, this.maxFailures))) {
       await this.failed(user.name, remote, 'change link used concurrently');
       throw unauthorized('change link is invalid, expired or already used');
     }
     // Every other open link of this user dies with the change.
-    await this.db
-      .updateTable('change_tokens')
-      .set({ used_at: now })
-      .where('user_id', '=', user.id)
-      .where('used_at', 'is', null)
-      .execute();
+    await this.tokens.consumeAll(user.id, now);
     await this.users.setPassword(user, z, row.purpose, remote);
     return { user, linkURL };
   }
@@ -218,26 +222,20 @@ export class RecoveryService {
     now: number,
     remote: string | null,
   ): Promise<void> {
-    const result = this.pins.check(row, pin, now);
-    if (result === 'none' || result === 'expired') {
+    const verdict = await this.pins.verify(row, pin, now);
+    if (verdict.result === 'none' || verdict.result === 'expired') {
       await this.audit.record({ event: 'pin.failed', user: user.name, remote, detail: 'PIN expired' });
       throw forbidden('PIN expired: ask for a new one');
     }
-    if (result === 'match') return;
-    const counted = await this.db
-      .updateTable('change_tokens')
-      .set((eb) => ({ pin_failures: eb('pin_failures', '+', 1) }))
-      .where('id', '=', row.id)
-      .returning('pin_failures')
-      .executeTakeFirst();
-    const failures = counted?.pin_failures ?? this.maxFailures;
+    if (verdict.result === 'match') return;
+    const { failures } = verdict;
     await this.audit.record({
       event: 'pin.failed',
       user: user.name,
       remote,
       detail: { link: row.id, failures },
     });
-    if (failures >= this.maxFailures) {
+    if (verdict.locked) {
       await this.failed(user.name, remote, `${failures} wrong PINs: change link disabled`);
     }
     throw forbidden('wrong PIN');
@@ -254,20 +252,7 @@ export class RecoveryService {
       await this.failed(user.name, remote, 'no e-mail address on record');
       throw forbidden('no e-mail address on record');
     }
-    const wait = this.pins.resendWait(row.pin_sent_at, now);
-    if (wait > 0) throw this.pins.tooSoon(wait);
-    const { pin, columns } = this.pins.issue(now);
-    const sent = await this.db.transaction().execute(async (trx) => {
-      // Conditional on the previous send time: of two concurrent requests only one sends.
-      const res = await trx
-        .updateTable('change_tokens')
-        .set(columns)
-        .where('id', '=', row.id)
-        .where((eb) =>
-          row.pin_sent_at === null ? eb('pin_sent_at', 'is', null) : eb('pin_sent_at', '=', row.pin_sent_at),
-        )
-        .executeTakeFirst();
-      if (Number(res.numUpdatedRows) !== 1) return false;
+    await this.pins.send(row, now, async (trx, pin) => {
       await this.enqueuePin(trx, user, row.purpose as ChangePurpose, pin, linkURL);
       await this.audit.record(
         {
@@ -278,9 +263,7 @@ export class RecoveryService {
         },
         trx,
       );
-      return true;
     });
-    if (!sent) throw this.pins.tooSoon(this.pins.resendSeconds);
     this.notify.kick();
   }
 

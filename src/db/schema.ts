@@ -150,6 +150,38 @@ export interface RateLimitsTable {
   window_end: number;
 }
 
+/** A tus upload (src/uploads): what it will become, how far it got, who is writing to it now. */
+export interface UploadsTable {
+  /** random, URL-safe; the last segment of the upload URL */
+  id: string;
+  uploader_id: number;
+  /** the area the file goes to (metadata `d`) */
+  owner_id: number;
+  filename: string;
+  /** metadata `i` */
+  message: string | null;
+  /** metadata `m` / `c`, normalised: JSON {"emails": [...], "mobiles": [...]} */
+  recipients: string;
+  length: number;
+  /** bytes received and durable: the tus Upload-Offset */
+  received: number;
+  created_at: number;
+  expires_at: number;
+  /** host/pid/nonce of the process holding the upload (a PATCH in progress, the final commit) */
+  lock_owner: string | null;
+  lock_until: number | null;
+  /** the file it became; null while incomplete */
+  file_id: number | null;
+}
+
+/** The bytes of a tus upload so far: one blob per stretch a PATCH delivered, in offset order. */
+export interface UploadChunksTable {
+  upload_id: string;
+  start: number;
+  length: number;
+  blob_key: string;
+}
+
 export interface Database {
   users: UsersTable;
   revoked_tokens: RevokedTokensTable;
@@ -161,6 +193,8 @@ export interface Database {
   blob_intents: BlobIntentsTable;
   rate_limits: RateLimitsTable;
   webhooks: WebhooksTable;
+  uploads: UploadsTable;
+  upload_chunks: UploadChunksTable;
 }
 
 export type UserRow = Selectable<UsersTable>;
@@ -169,7 +203,11 @@ export type UserUpdate = Updateable<UsersTable>;
 export type FileRow = Selectable<FilesTable>;
 export type LinkRow = Selectable<LinksTable>;
 export type OutboxRow = Selectable<OutboxTable>;
+export type NewOutboxRow = Insertable<OutboxTable>;
+export type OutboxUpdate = Updateable<OutboxTable>;
 export type ChangeTokenRow = Selectable<ChangeTokensTable>;
 export type AuditRow = Selectable<AuditTable>;
 export type BlobIntentRow = Selectable<BlobIntentsTable>;
 export type WebhookRow = Selectable<WebhooksTable>;
+export type UploadRow = Selectable<UploadsTable>;
+export type UploadChunkRow = Selectable<UploadChunksTable>;

@@ -2,7 +2,7 @@
 // (src/http/download-response.ts) sends the bytes; FileService does the bookkeeping.
 import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
-import type { BlobStat, ByteRange, DirectBody } from '../storage/blob-store.js';
+import type { BlobStat, ByteRange, DirectBody, SmallBlob } from '../storage/blob-store.js';
 
 export interface DownloadOutcome {
   /** every byte of the whole file reached the client */
@@ -19,6 +19,8 @@ export interface BlobAccess {
    */
   directBody?: (res: ServerResponse, offset: number, length: number) => Promise<DirectBody | null>;
   stat(): Promise<BlobStat | null>;
+  /** stat and, up to `maxBytes`, the whole contents in one read (BlobStore.readSmall). */
+  readSmall(maxBytes: number): Promise<SmallBlob | null>;
   /** Called when the contents do not match the recorded length or hash. */
   corrupt(reason: string): Promise<void>;
   /** Called when a changed blob was re-hashed and found intact: remember its new fingerprint. */

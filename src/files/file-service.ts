@@ -2,14 +2,15 @@
 // Knows nothing of HTTP: routes hand it streams and present what it returns.
 import type { Readable } from 'node:stream';
 import mime from 'mime-types';
-import type { AuditLog } from '../audit/audit-log.js';
+import type { AuditLog, DetailedEntry } from '../audit/audit-log.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { type Db, isUniqueViolation } from '../db/database.js';
+import type { GroupCommit } from '../db/group-commit.js';
 import type { FileRow, LinkRow, UserRow } from '../db/schema.js';
 import { AppError, badRequest, unauthorized } from '../errors.js';
 import { type Keys, randomToken, sha256 } from '../security/keys.js';
-import type { StoredBlob } from '../storage/blob-store.js';
+import type { ByteRange, StoredBlob } from '../storage/blob-store.js';
 import type { BlobWriter } from '../storage/blob-writer.js';
 import type { UserService } from '../users/user-service.js';
 import type { BlobAccess, DownloadOutcome } from './download.js';
@@ -70,6 +71,8 @@ export class FileService {
       Config,
       'linkDays' | 'backupDays' | 'maxFileSize' | 'retireOnDownload' | 'verifyDownloads' | 'stallSeconds'
     >,
+    /** Download rows and counts, and upload rows, share commits with other requests'. */
+    private readonly commits: GroupCommit,
   ) {}
 
   onUpload(hook: UploadHook): void {
@@ -81,30 +84,40 @@ export class FileService {
   }
 
   /**
-   * After a download response is over: the audit row (complete or not, bytes, range); a complete
-   * one is counted, runs the download hooks and, in mailbox mode, retires the file.
+   * Before the first byte of a download: its audit row, committed, saying the outcome is unknown
+   * (what it keeps saying if the process dies mid-response). Returns the row for downloadFinished.
+   * Throws (a full disk: 503) when it cannot be written, and then no byte may be sent.
+   */
+  async downloadStarting(
+    found: FileWithLink,
+    range: ByteRange | null,
+    remote: string | null,
+  ): Promise<number> {
+    return this.audit.begin(downloadEntry(found, remote, range ? rangeDetail(range) : {}));
+  }
+
+  /**
+   * After a download response is over: its audit row gets the outcome (complete or not, bytes,
+   * range) and a complete one is counted, in one transaction; then the download hooks run and, in
+   * mailbox mode, the file is retired.
    */
   async downloadFinished(
     found: FileWithLink,
+    row: number,
     outcome: DownloadOutcome,
     remote: string | null,
   ): Promise<void> {
     const { file, link } = found;
-    await this.audit.record({
-      event: 'download',
-      user: link.recipient_email ?? link.recipient_mobile ?? null,
-      remote,
-      fileId: file.id,
-      detail: {
-        link: link.id,
-        kind: link.kind,
-        bytes: outcome.bytes,
-        complete: outcome.complete,
-        ...(outcome.range ? { range: `${outcome.range.start}-${outcome.range.end}` } : {}),
-      },
+    const entry = downloadEntry(found, remote, {
+      bytes: outcome.bytes,
+      complete: outcome.complete,
+      ...(outcome.range ? rangeDetail(outcome.range) : {}),
+    });
+    await this.commits.run(async (trx) => {
+      await this.audit.finish(row, entry, trx);
+      if (outcome.complete) await this.store.countDownload(link.id, trx);
     });
     if (!outcome.complete) return;
-    await this.store.countDownload(link.id);
     for (const hook of this.downloadHooks) await hook(found, remote);
     if (this.config.retireOnDownload && file.state === 'area') await this.retire(file, 'downloaded');
   }
@@ -117,6 +130,7 @@ export class FileService {
       open: (range) => blobs.read(file.blob_key, range),
       directBody: directBody && ((res, offset, length) => directBody(file.blob_key, res, offset, length)),
       stat: () => blobs.stat(file.blob_key),
+      readSmall: (maxBytes) => blobs.readSmall(file.blob_key, maxBytes),
       verified: (fingerprint) => this.store.setFingerprint(file.id, fingerprint),
       verify: this.config.verifyDownloads,
       stallSeconds: this.config.stallSeconds,
@@ -167,25 +181,59 @@ export class FileService {
         names,
       );
     } catch (err) {
-      // If this fails too, the intents stay and the reconciler finishes the job.
-      await this.writer.discard(written.map((w) => w.blob.key)).catch(() => {});
-      await this.audit
-        .record({
-          event: 'upload.failed',
-          user: req.uploader.name,
-          remote: req.remote,
-          detail: err instanceof AppError ? `${err.status} ${err.detail ?? ''}`.trim() : 'internal error',
-        })
-        .catch(() => {});
+      await this.failed(
+        req,
+        written.map((w) => w.blob.key),
+        err,
+      );
       throw err;
     }
   }
 
-  private async commit(req: UploadRequest, blobs: StoredBlob[], names: string[]): Promise<FileWithToken[]> {
+  /**
+   * A blob already written through the BlobWriter (a finished tus upload) becomes a file exactly
+   * as upload()'s files do: names, SHA-256, links, recipients' messages, audit rows, events.
+   * `within` runs in the same transaction (the tus upload is marked done there, so its recipients
+   * are told once). On failure the blob is discarded and the failure audited, as in upload().
+   */
+  async commitWritten(
+    req: UploadRequest,
+    blob: StoredBlob,
+    filename: string,
+    within: (trx: Db, stored: FileWithToken[]) => Promise<void>,
+  ): Promise<FileWithToken[]> {
+    try {
+      return await this.commit(req, [blob], [sanitizeFileName(req.queryName || filename)], within);
+    } catch (err) {
+      await this.failed(req, [blob.key], err);
+      throw err;
+    }
+  }
+
+  private async failed(req: UploadRequest, keys: string[], err: unknown): Promise<void> {
+    // If this fails too, the intents stay and the reconciler finishes the job.
+    await this.writer.discard(keys).catch(() => {});
+    await this.audit
+      .record({
+        event: 'upload.failed',
+        user: req.uploader.name,
+        remote: req.remote,
+        detail: err instanceof AppError ? `${err.status} ${err.detail ?? ''}`.trim() : 'internal error',
+      })
+      .catch(() => {});
+  }
+
+  private async commit(
+    req: UploadRequest,
+    blobs: StoredBlob[],
+    names: string[],
+    within?: (trx: Db, stored: FileWithToken[]) => Promise<void>,
+  ): Promise<FileWithToken[]> {
     const now = this.clock.now();
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.db.transaction().execute(async (trx) => {
+        // In a group commit: many uploads' rows, one commit (their blobs are already durable).
+        return await this.commits.run(async (trx) => {
           await this.store.lockArea(trx, req.owner.id);
           const out: FileWithToken[] = [];
           for (const [i, blob] of blobs.entries()) {
@@ -210,6 +258,7 @@ export class FileService {
             blobs.map((b) => b.key),
           );
           for (const hook of this.uploadHooks) await hook(trx, out, req);
+          await within?.(trx, out);
           for (const s of out) {
             const detail = {
               name: s.file.name,
@@ -285,4 +334,23 @@ export class FileService {
       return moved;
     });
   }
+}
+
+function rangeDetail(range: ByteRange): { range: string } {
+  return { range: `${range.start}-${range.end}` };
+}
+
+/** A download's audit row: who (the link's recipient, if any), which link, and `detail`. */
+function downloadEntry(
+  { file, link }: FileWithLink,
+  remote: string | null,
+  detail: Record<string, unknown>,
+): DetailedEntry {
+  return {
+    event: 'download',
+    user: link.recipient_email ?? link.recipient_mobile ?? null,
+    remote,
+    fileId: file.id,
+    detail: { link: link.id, kind: link.kind, ...detail },
+  };
 }

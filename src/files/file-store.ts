@@ -149,6 +149,19 @@ export class FileStore implements BlobCatalog {
     return this.db.selectFrom('files').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
+  /** A file with its owner link (a finished tus upload's answer). */
+  async withOwnerLink(fileId: number): Promise<FileWithLink | undefined> {
+    const file = await this.byId(fileId);
+    if (!file) return undefined;
+    const link = await this.db
+      .selectFrom('links')
+      .selectAll()
+      .where('file_id', '=', fileId)
+      .where('kind', '=', 'owner')
+      .executeTakeFirst();
+    return link ? { file, link } : undefined;
+  }
+
   /** One page (1-based) of an area or backup area, oldest first, each with its owner link. */
   async listPage(ownerId: number, state: 'area' | 'backup', page: number): Promise<FileWithLink[]> {
     const files = await this.db
@@ -263,8 +276,8 @@ export class FileStore implements BlobCatalog {
       .execute();
   }
 
-  async countDownload(linkId: number): Promise<void> {
-    await this.db
+  async countDownload(linkId: number, db: Db = this.db): Promise<void> {
+    await db
       .updateTable('links')
       .set((eb) => ({ downloads: eb('downloads', '+', 1) }))
       .where('id', '=', linkId)

@@ -13,12 +13,14 @@ import type { Db } from '../db/database.js';
 import type { FileRow, LinkRow, UserRow } from '../db/schema.js';
 import { AppError } from '../errors.js';
 import type { NotificationService } from '../notify/notification-service.js';
+import type { OutboxStore } from '../notify/outbox-store.js';
 import { formatDateTime, formatSize } from '../notify/templates.js';
 import type { Keys } from '../security/keys.js';
 import type { UserService } from '../users/user-service.js';
 import { isLang, normalizeMobile, parseEmailList, parseMobileList } from '../validation.js';
 import type { FileService, FileWithToken, Recipients, UploadRequest } from './file-service.js';
 import type { FileStore, FileWithLink } from './file-store.js';
+import type { LinkStore } from './link-store.js';
 import { addressOf } from './tracking.js';
 
 /** After a message went out, the next resend waits this long (a failed one can be resent at once). */
@@ -39,18 +41,49 @@ export function downloadUrl(baseUrl: string, lang: string, token: string): strin
   return `${baseUrl}/download/file?lang=${lang}&k=${token}`;
 }
 
+export interface RecipientDeps {
+  db: Db;
+  files: FileService;
+  /** FileStore: area locks. */
+  store: FileStore;
+  links: LinkStore;
+  outbox: OutboxStore;
+  notify: NotificationService;
+  users: UserService;
+  audit: AuditLog;
+  clock: Clock;
+  keys: Keys;
+  config: Pick<Config, 'baseUrl' | 'lang' | 'recipientPin' | 'notifySender'>;
+}
+
 export class RecipientNotifier {
-  constructor(
-    private readonly db: Db,
-    private readonly files: FileService,
-    private readonly notify: NotificationService,
-    private readonly users: UserService,
-    private readonly audit: AuditLog,
-    private readonly clock: Clock,
-    private readonly keys: Keys,
-    private readonly store: FileStore,
-    private readonly config: Pick<Config, 'baseUrl' | 'lang' | 'recipientPin' | 'notifySender'>,
-  ) {}
+  private readonly db: Db;
+  private readonly files: FileService;
+  private readonly store: FileStore;
+  private readonly links: LinkStore;
+  private readonly outbox: OutboxStore;
+  private readonly notify: NotificationService;
+  private readonly users: UserService;
+  private readonly audit: AuditLog;
+  private readonly clock: Clock;
+  private readonly keys: Keys;
+  private readonly config: RecipientDeps['config'];
+
+  constructor(deps: RecipientDeps) {
+    ({
+      db: this.db,
+      files: this.files,
+      store: this.store,
+      links: this.links,
+      outbox: this.outbox,
+      notify: this.notify,
+      users: this.users,
+      audit: this.audit,
+      clock: this.clock,
+      keys: this.keys,
+      config: this.config,
+    } = deps);
+  }
 
   /** Hooks this notifier into the file service. */
   register(): void {
@@ -128,12 +161,7 @@ export class RecipientNotifier {
     if (file.state !== 'area') throw new AppError(409, 'the file is no longer in the area');
     const wanted = to.trim();
     const mobile = normalizeMobile(wanted);
-    const links = await this.db
-      .selectFrom('links')
-      .selectAll()
-      .where('file_id', '=', file.id)
-      .where('kind', '=', 'recipient')
-      .execute();
+    const links = await this.links.recipientLinks([file.id]);
     const link = links.find(
       (l) =>
         String(l.id) === wanted ||
@@ -147,14 +175,7 @@ export class RecipientNotifier {
     await this.db.transaction().execute(async (trx) => {
       // One resend at a time per area, on every instance: the check below cannot race itself.
       await this.store.lockArea(trx, file.owner_id);
-      const last = await trx
-        .selectFrom('outbox')
-        .select(['status', 'created_at'])
-        .where('file_id', '=', file.id)
-        .where('kind', '=', 'file-link')
-        .where('recipient', '=', address)
-        .orderBy('id', 'desc')
-        .executeTakeFirst();
+      const last = await this.outbox.latest(trx, file.id, 'file-link', address);
       if (last?.status === 'pending') throw new AppError(409, 'the message is still being sent');
       // A failed message may be sent again at once; one that went out, once a minute at most.
       const wait =

@@ -16,11 +16,12 @@ import { badRequest, forbidden, unauthorized } from '../errors.js';
 import type { NotificationService } from '../notify/notification-service.js';
 import { formatDuration } from '../notify/templates.js';
 import type { Keys } from '../security/keys.js';
-import { PinPolicy } from '../security/pins.js';
+import { PinLifecycle, PinPolicy } from '../security/pins.js';
 import type { UserService } from '../users/user-service.js';
 import { isLang } from '../validation.js';
 import type { FileService } from './file-service.js';
 import type { FileWithLink } from './file-store.js';
+import type { LinkStore } from './link-store.js';
 
 export interface SecureLinkOptions {
   /** Wrong PINs in a row that lock a link (DESIGN §5: five). */
@@ -52,23 +53,52 @@ export interface LinkInfo {
   };
 }
 
+export interface SecureLinkDeps {
+  db: Db;
+  links: LinkStore;
+  files: FileService;
+  users: UserService;
+  notify: NotificationService;
+  audit: AuditLog;
+  keys: Keys;
+  clock: Clock;
+  config: Pick<Config, 'lang' | 'recipientPin' | 'pinSeconds'>;
+  opts?: Partial<SecureLinkOptions>;
+}
+
 export class SecureLinks {
   private readonly opts: SecureLinkOptions;
-  private readonly pins: PinPolicy;
+  private readonly pins: PinLifecycle;
+  private readonly files: FileService;
+  private readonly users: UserService;
+  private readonly notify: NotificationService;
+  private readonly audit: AuditLog;
+  private readonly clock: Clock;
+  private readonly config: SecureLinkDeps['config'];
 
-  constructor(
-    private readonly db: Db,
-    private readonly files: FileService,
-    private readonly users: UserService,
-    private readonly notify: NotificationService,
-    private readonly audit: AuditLog,
-    keys: Keys,
-    private readonly clock: Clock,
-    private readonly config: Pick<Config, 'lang' | 'recipientPin' | 'pinSeconds'>,
-    opts: Partial<SecureLinkOptions> = {},
-  ) {
-    this.opts = { ...SECURE_LINK_DEFAULTS, ...opts };
-    this.pins = new PinPolicy(keys, config.pinSeconds, this.opts.resendSeconds);
+  constructor(deps: SecureLinkDeps) {
+    ({
+      files: this.files,
+      users: this.users,
+      notify: this.notify,
+      audit: this.audit,
+      clock: this.clock,
+      config: this.config,
+    } = deps);
+    const opts = { ...SECURE_LINK_DEFAULTS, ...deps.opts };
+    this.opts = opts;
+    const { links } = deps;
+    this.pins = new PinLifecycle({
+      db: deps.db,
+      policy: new PinPolicy(deps.keys, deps.config.pinSeconds, opts.resendSeconds),
+      maxFailures: opts.maxPinFailures,
+      rows: {
+        claimSend: (trx, id, sentAt, columns) => links.claimPinSend(trx, id, sentAt, columns),
+        countFailure: (id) => links.countPinFailure(id),
+        clearFailures: (id) => links.clearPinFailures(id),
+        lock: (id, now, max) => links.lockAfterPinFailures(id, now + opts.lockSeconds * 1000, max),
+      },
+    });
   }
 
   /** Does this link need a PIN to download? */
@@ -103,30 +133,19 @@ export class SecureLinks {
     // No PIN: refuse without writing anything (a scanner prefetching the link changes nothing).
     if (pin === undefined || pin === '') throw forbidden('PIN required: ask for one with POST /download/pin');
     const who = this.recipientOf(link);
-    const result = this.pins.check(link, pin, now);
-    if (result === 'none' || result === 'expired') {
+    const verdict = await this.pins.verify(link, pin, now);
+    if (verdict.result === 'none' || verdict.result === 'expired') {
       await this.audit.record({
         event: 'pin.failed',
         user: who,
         remote,
         fileId: file.id,
-        detail: { link: link.id, reason: result === 'expired' ? 'PIN expired' : 'no PIN sent' },
+        detail: { link: link.id, reason: verdict.result === 'expired' ? 'PIN expired' : 'no PIN sent' },
       });
       throw forbidden('PIN expired: ask for a new one');
     }
-    if (result === 'match') {
-      if (link.pin_failures > 0) {
-        await this.db.updateTable('links').set({ pin_failures: 0 }).where('id', '=', link.id).execute();
-      }
-      return;
-    }
-    const counted = await this.db
-      .updateTable('links')
-      .set((eb) => ({ pin_failures: eb('pin_failures', '+', 1) }))
-      .where('id', '=', link.id)
-      .returning('pin_failures')
-      .executeTakeFirst();
-    const failures = counted?.pin_failures ?? this.opts.maxPinFailures;
+    if (verdict.result === 'match') return;
+    const { failures } = verdict;
     await this.audit.record({
       event: 'pin.failed',
       user: who,
@@ -134,24 +153,15 @@ export class SecureLinks {
       fileId: file.id,
       detail: { link: link.id, reason: 'wrong PIN', failures },
     });
-    if (failures >= this.opts.maxPinFailures) {
-      // Conditional: of concurrent wrong guesses only one locks (and audits). The PIN dies with
-      // the lock, so guessing cannot simply resume when the lock ends.
-      const res = await this.db
-        .updateTable('links')
-        .set({ locked_until: now + this.opts.lockSeconds * 1000, pin_failures: 0, pin_hash: null })
-        .where('id', '=', link.id)
-        .where('pin_failures', '>=', this.opts.maxPinFailures)
-        .executeTakeFirst();
-      if (Number(res.numUpdatedRows) === 1) {
-        await this.audit.record({
-          event: 'link.locked',
-          user: who,
-          remote,
-          fileId: file.id,
-          detail: { link: link.id, failures, seconds: this.opts.lockSeconds },
-        });
-      }
+    // Of concurrent wrong guesses only the one that locked audits the lock.
+    if (verdict.locked) {
+      await this.audit.record({
+        event: 'link.locked',
+        user: who,
+        remote,
+        fileId: file.id,
+        detail: { link: link.id, failures, seconds: this.opts.lockSeconds },
+      });
     }
     throw forbidden('wrong PIN');
   }
@@ -170,28 +180,14 @@ export class SecureLinks {
     if (!this.isSecure(link)) throw badRequest('this link needs no PIN');
     const now = this.clock.now();
     if (this.locked(link, now)) throw forbidden('link locked after wrong PINs: try again later');
-    const wait = this.pins.resendWait(link.pin_sent_at, now);
-    if (wait > 0) throw this.pins.tooSoon(wait);
+    this.pins.checkSlot(link, now);
 
     const uploader = await this.users.byId(file.uploader_id);
     const language = lang && isLang(lang) ? lang : this.langOf(uploader);
     const channel = link.recipient_email ? 'email' : 'sms';
     const to = link.recipient_email ?? link.recipient_mobile;
     if (!to) throw badRequest('this link has no recipient to send a PIN to');
-    const { pin, columns } = this.pins.issue(now);
-    const sent = await this.db.transaction().execute(async (trx) => {
-      // Conditional on the previous send time: of two concurrent requests only one sends.
-      const res = await trx
-        .updateTable('links')
-        .set(columns)
-        .where('id', '=', link.id)
-        .where((eb) =>
-          link.pin_sent_at === null
-            ? eb('pin_sent_at', 'is', null)
-            : eb('pin_sent_at', '=', link.pin_sent_at),
-        )
-        .executeTakeFirst();
-      if (Number(res.numUpdatedRows) !== 1) return false;
+    await this.pins.send(link, now, async (trx, pin) => {
       await this.notify.enqueue(trx, {
         channel,
         recipient: to,
@@ -205,9 +201,7 @@ export class SecureLinks {
         { event: 'pin.sent', user: to, remote, fileId: file.id, detail: { link: link.id, channel, to } },
         trx,
       );
-      return true;
     });
-    if (!sent) throw this.pins.tooSoon(this.pins.resendSeconds);
     this.notify.kick();
     return { uploader: uploader?.name ?? '' };
   }

@@ -5,9 +5,11 @@
 import type { Db } from '../db/database.js';
 import type { LinkRow, OutboxRow } from '../db/schema.js';
 import { forbidden, unauthorized } from '../errors.js';
+import type { OutboxStore } from '../notify/outbox-store.js';
 import { sha256 } from '../security/keys.js';
 import { maskAddress } from '../validation.js';
 import type { FileStore, FileWithLink } from './file-store.js';
+import type { LinkStore } from './link-store.js';
 
 export type DeliveryStatus = 'pending' | 'sent' | 'failed';
 
@@ -43,28 +45,18 @@ export class DeliveryTracker {
   constructor(
     private readonly db: Db,
     private readonly store: FileStore,
+    private readonly links: LinkStore,
+    private readonly outbox: OutboxStore,
   ) {}
 
   /** The recipients of each file (files without recipients are absent from the map). */
   async recipientsOf(fileIds: number[]): Promise<Map<number, RecipientStatus[]>> {
     const out = new Map<number, RecipientStatus[]>();
     if (fileIds.length === 0) return out;
-    const links = await this.db
-      .selectFrom('links')
-      .selectAll()
-      .where('file_id', 'in', fileIds)
-      .where('kind', '=', 'recipient')
-      .orderBy('id')
-      .execute();
+    const links = await this.links.recipientLinks(fileIds);
     if (links.length === 0) return out;
     const withLinks = [...new Set(links.map((l) => l.file_id))];
-    const messages = await this.db
-      .selectFrom('outbox')
-      .selectAll()
-      .where('file_id', 'in', withLinks)
-      .where('kind', '=', 'file-link')
-      .orderBy('id')
-      .execute();
+    const messages = await this.outbox.aboutFiles(withLinks, 'file-link');
     const latest = new Map<string, OutboxRow>();
     for (const m of messages) latest.set(`${m.file_id}|${m.recipient}`, m); // the last one wins
     const downloads = await this.db

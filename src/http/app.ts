@@ -25,6 +25,7 @@ import { healthRoutes } from './routes/health.js';
 import { portalRoutes } from './routes/portal.js';
 import { recoveryRoutes } from './routes/recovery.js';
 import { secureLinkRoutes } from './routes/secure-links.js';
+import { uploadRoutes } from './routes/uploads.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { COMPONENTS } from './schemas.js';
 
@@ -330,6 +331,7 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
       await api.register(secureLinkRoutes);
       await api.register(deliveryRoutes);
       await api.register(webhookRoutes);
+      await api.register(uploadRoutes);
       await api.register(healthRoutes);
     },
     { prefix: config.apiPath },

@@ -9,6 +9,9 @@ import { AppError } from '../errors.js';
 import type { BlobAccess, DownloadOutcome } from '../files/download.js';
 import type { ByteRange } from '../storage/blob-store.js';
 
+/** Files up to this size are answered from one read into memory instead of a stream. */
+const SMALL_FILE = 64 * 1024;
+
 /** With verify 'always', files up to this size are re-hashed before the first byte is sent. */
 const VERIFY_BEFORE_SEND = 16 * 1024 * 1024;
 
@@ -102,21 +105,40 @@ class DownloadMeter extends Transform {
   }
 }
 
+function sha256Of(data: Buffer): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
 async function hashOf(stream: NodeJS.ReadableStream): Promise<string> {
   const h = createHash('sha256');
   for await (const chunk of stream) h.update(chunk as Buffer);
   return h.digest('hex');
 }
 
+/** The headers that describe the file; taken back when the answer becomes an error instead. */
+const FILE_HEADERS = [
+  'Content-Type',
+  'Content-Disposition',
+  'ETag',
+  'Last-Modified',
+  'Accept-Ranges',
+  'Cache-Control',
+  'Content-Range',
+  'Content-Length',
+];
+
 /**
  * Answers a download request for `file`. Resolves with what reached the client once the response
  * is over (finished or aborted); errors before the first byte become envelopes via AppError.
+ * `beforeBody` runs once it is certain that a body will be sent (not for HEAD, 304 or an error)
+ * and before its first byte: the download's audit row. If it fails, no byte is sent.
  */
 export async function sendStoredFile(
   request: FastifyRequest,
   reply: FastifyReply,
   file: FileRow,
   blob: BlobAccess,
+  beforeBody: (range: ByteRange | null) => Promise<void>,
 ): Promise<DownloadOutcome> {
   reply.header('Content-Type', file.content_type);
   reply.header('Content-Disposition', contentDisposition(file.name));
@@ -133,13 +155,18 @@ export async function sendStoredFile(
   // Integrity (DESIGN §4): the blob must still be the one written. A changed fingerprint (rewritten,
   // touched, restored from backup) means re-hashing it all before the first byte, so damage is a
   // clean 500 instead of wrong bytes; an unchanged blob streams at full speed.
-  const st = await blob.stat();
-  if (!st || st.size !== file.length) {
+  // A small file is read whole with its stat (one open, one read) and answered from that buffer.
+  const small =
+    request.method !== 'HEAD' && file.length <= SMALL_FILE ? await blob.readSmall(SMALL_FILE) : undefined;
+  const st = small === undefined ? await blob.stat() : small?.stat;
+  const data = small?.data ?? null;
+  if (!st || st.size !== file.length || (data && data.length !== file.length)) {
     await blob.corrupt(st ? `size ${st.size} instead of ${file.length}` : 'contents missing');
     throw new AppError(500, 'stored file is damaged');
   }
+  const contentsHash = async () => (data ? sha256Of(data) : hashOf(await blob.open()));
   if (st.fingerprint !== file.blob_fingerprint && request.method !== 'HEAD') {
-    if ((await hashOf(await blob.open())) !== file.sha256) {
+    if ((await contentsHash()) !== file.sha256) {
       await blob.corrupt('SHA-256 mismatch');
       throw new AppError(500, 'stored file is damaged');
     }
@@ -168,12 +195,21 @@ export async function sendStoredFile(
   // REMESSA_VERIFY_DOWNLOADS=always also catches silent media errors on every full download:
   // small files are re-hashed first (clean 500), large ones in passing (a broken transfer).
   const always = blob.verify === 'always' && !range && st.fingerprint === file.blob_fingerprint;
-  if (always && file.length <= VERIFY_BEFORE_SEND && (await hashOf(await blob.open())) !== file.sha256) {
+  if (always && file.length <= VERIFY_BEFORE_SEND && (await contentsHash()) !== file.sha256) {
     await blob.corrupt('SHA-256 mismatch');
     throw new AppError(500, 'stored file is damaged');
   }
   const verifyInPassing = always && file.length > VERIFY_BEFORE_SEND ? file.sha256 : null;
   const res = reply.raw;
+  try {
+    await beforeBody(range);
+  } catch (err) {
+    for (const h of FILE_HEADERS) reply.removeHeader(h);
+    reply.code(200);
+    throw err;
+  }
+
+  if (data) return respondBuffer(reply, range ? data.subarray(range.start, range.end + 1) : data, range);
 
   // The fast path: the store moves the bytes into the socket itself (local store: sendfile(2), on
   // plain HTTP), unless they must be hashed in passing.
@@ -199,6 +235,28 @@ export async function sendStoredFile(
   pipeline(source, meter).catch(() => {});
   const sent = () => meter.bytes;
   return respond(reply, meter, range, blob, sent, async () => sent());
+}
+
+/**
+ * Sends a small body from memory: one write, no file left open, so no stall watchdog either (a
+ * client that reads nothing holds only its socket, as any other idle connection does).
+ */
+function respondBuffer(reply: FastifyReply, body: Buffer, range: ByteRange | null): Promise<DownloadOutcome> {
+  const res = reply.raw;
+  // Gone while the file was being read: 'close' has fired already.
+  if (res.destroyed || reply.request.raw.socket.destroyed)
+    return Promise.resolve({ complete: false, bytes: 0, range });
+  const done = new Promise<DownloadOutcome>((resolve) => {
+    res.once('close', () =>
+      resolve({
+        complete: !range && res.writableFinished,
+        bytes: res.writableFinished ? body.length : 0,
+        range,
+      }),
+    );
+  });
+  reply.send(body);
+  return done;
 }
 
 /**

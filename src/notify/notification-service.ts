@@ -14,6 +14,7 @@ import type { OutboxRow } from '../db/schema.js';
 import { type Logger, redactUrl } from '../logger.js';
 import type { Keys } from '../security/keys.js';
 import type { BackgroundJob } from '../worker.js';
+import type { OutboxStore } from './outbox-store.js';
 import type { Channel, NotificationKind, Templates } from './templates.js';
 import { type OutboxChannel, PermanentFailure, type Transport } from './transports.js';
 
@@ -110,6 +111,7 @@ export class NotificationService {
 
   constructor(
     private readonly db: Db,
+    private readonly store: OutboxStore,
     private readonly keys: Keys,
     private readonly clock: Clock,
     private readonly audit: AuditLog,
@@ -174,28 +176,24 @@ export class NotificationService {
     payload: SealedPayload,
   ): Promise<number> {
     const now = this.clock.now();
-    const row = await db
-      .insertInto('outbox')
-      .values({
-        channel: m.channel,
-        recipient: m.recipient,
-        kind: m.kind,
-        payload: this.keys.seal(JSON.stringify(payload)),
-        status: 'pending',
-        attempts: 0,
-        next_attempt_at: now,
-        claimed_until: 0,
-        last_error: null,
-        file_id: m.fileId ?? null,
-        user_name: m.userName ?? null,
-        created_at: now,
-        sent_at: null,
-        last_attempt_at: null,
-      })
-      .returning('id')
-      .executeTakeFirstOrThrow();
+    const id = await this.store.insert(db, {
+      channel: m.channel,
+      recipient: m.recipient,
+      kind: m.kind,
+      payload: this.keys.seal(JSON.stringify(payload)),
+      status: 'pending',
+      attempts: 0,
+      next_attempt_at: now,
+      claimed_until: 0,
+      last_error: null,
+      file_id: m.fileId ?? null,
+      user_name: m.userName ?? null,
+      created_at: now,
+      sent_at: null,
+      last_attempt_at: null,
+    });
     this.inserted++;
-    return row.id;
+    return id;
   }
 
   /** Starts a delivery pass soon (coalesced with one already running). */
@@ -241,17 +239,7 @@ export class NotificationService {
 
   private async passOnce(): Promise<{ delivered: boolean; heldBack: boolean }> {
     const now = this.clock.now();
-    const due = await this.db
-      .selectFrom('outbox')
-      .select('id')
-      .where('status', '=', 'pending')
-      .where('next_attempt_at', '<=', now)
-      .where('claimed_until', '<', now)
-      .orderBy('next_attempt_at')
-      .orderBy('id')
-      .limit(BATCH)
-      .execute();
-    const ids = due.map((r) => r.id);
+    const ids = await this.store.due(now, BATCH);
     let delivered = false;
     let heldBack = false;
     const worker = async () => {
@@ -271,43 +259,15 @@ export class NotificationService {
    */
   private async claim(id: number): Promise<OutboxRow | 'held' | undefined> {
     const now = this.clock.now();
-    const res = await this.db
-      .updateTable('outbox')
-      .set({ claimed_until: now + LEASE_MS })
-      .where('id', '=', id)
-      .where('status', '=', 'pending')
-      .where('claimed_until', '<', now)
-      .where(({ eb, or, not, exists, selectFrom }) =>
-        or([
-          eb('channel', 'not in', ORDERED),
-          eb('file_id', 'is', null),
-          not(
-            exists(
-              selectFrom('outbox as earlier')
-                .select('earlier.id')
-                .where('earlier.status', '=', 'pending')
-                .whereRef('earlier.file_id', '=', 'outbox.file_id')
-                .whereRef('earlier.recipient', '=', 'outbox.recipient')
-                .whereRef('earlier.channel', '=', 'outbox.channel')
-                .whereRef('earlier.id', '<', 'outbox.id'),
-            ),
-          ),
-        ]),
-      )
-      .executeTakeFirst();
-    if (Number(res.numUpdatedRows) !== 1) {
-      const row = await this.db
-        .selectFrom('outbox')
-        .select(['status', 'claimed_until', 'channel'])
-        .where('id', '=', id)
-        .executeTakeFirst();
+    if (!(await this.store.claim(id, now, now + LEASE_MS, ORDERED))) {
+      const row = await this.store.claimState(id);
       const held =
         row?.status === 'pending' &&
         row.claimed_until < now &&
         ORDERED.includes(row.channel as OutboxChannel);
       return held ? 'held' : undefined;
     }
-    return this.db.selectFrom('outbox').selectAll().where('id', '=', id).executeTakeFirst();
+    return this.store.byId(id);
   }
 
   /** Sends one claimed message and records the outcome; true when it went out (or was logged). */
@@ -359,18 +319,18 @@ export class NotificationService {
   ): Promise<void> {
     const now = this.clock.now();
     await this.db.transaction().execute(async (trx) => {
-      await trx
-        .updateTable('outbox')
-        .set({
+      await this.store.update(
+        row.id,
+        {
           status,
           attempts: row.attempts + 1,
           sent_at: now,
           last_attempt_at: now,
           claimed_until: 0,
           last_error: null,
-        })
-        .where('id', '=', row.id)
-        .execute();
+        },
+        trx,
+      );
       await this.audit.record(
         {
           event,
@@ -393,11 +353,11 @@ export class NotificationService {
     const now = this.clock.now();
     if (permanent || attempts >= this.maxAttempts(row.channel)) {
       await this.db.transaction().execute(async (trx) => {
-        await trx
-          .updateTable('outbox')
-          .set({ status: 'failed', attempts, last_attempt_at: now, claimed_until: 0, last_error: error })
-          .where('id', '=', row.id)
-          .execute();
+        await this.store.update(
+          row.id,
+          { status: 'failed', attempts, last_attempt_at: now, claimed_until: 0, last_error: error },
+          trx,
+        );
         await this.audit.record(
           {
             event: 'notify.failed',
@@ -412,33 +372,24 @@ export class NotificationService {
       return;
     }
     const delay = Math.min(MAX_BACKOFF_MS, this.opts.retrySeconds * 1000 * 2 ** (attempts - 1));
-    await this.db
-      .updateTable('outbox')
-      .set({
-        attempts,
-        next_attempt_at: now + delay,
-        last_attempt_at: now,
-        claimed_until: 0,
-        last_error: error,
-      })
-      .where('id', '=', row.id)
-      .execute();
+    await this.store.update(row.id, {
+      attempts,
+      next_attempt_at: now + delay,
+      last_attempt_at: now,
+      claimed_until: 0,
+      last_error: error,
+    });
     this.log.warn({ ...about, attempts, error, retryInMs: delay }, 'notification not delivered; will retry');
   }
 
   async list(filter: { status?: string; limit?: number } = {}): Promise<OutboxEntry[]> {
-    let q = this.db.selectFrom('outbox').selectAll();
-    if (filter.status) q = q.where('status', '=', filter.status);
-    const rows = await q
-      .orderBy('id', 'desc')
-      .limit(filter.limit ?? 100)
-      .execute();
+    const rows = await this.store.list({ status: filter.status, limit: filter.limit ?? 100 });
     return rows.reverse().map(entryOf);
   }
 
   /** The unsealed message, PIN and link included: for the operator of a machine without SMTP. */
   async show(id: number): Promise<OutboxMessage | undefined> {
-    const row = await this.db.selectFrom('outbox').selectAll().where('id', '=', id).executeTakeFirst();
+    const row = await this.store.byId(id);
     if (!row) return undefined;
     const payload = JSON.parse(this.keys.unseal(row.payload)) as SealedPayload;
     return { ...entryOf(row), lang: payload.lang, subject: payload.subject, text: payload.text };

@@ -37,12 +37,14 @@ export class Keys {
   readonly jwtKey: Uint8Array;
   private readonly sealKey: Buffer;
   private readonly hmacKey: Buffer;
+  private readonly credentialKey: Buffer;
 
   constructor(secret: string) {
     const derive = (info: string) => Buffer.from(hkdfSync('sha256', secret, 'remessa', info, 32));
     this.jwtKey = new Uint8Array(derive('jwt-hs256'));
     this.sealKey = derive('seal-aes-256-gcm');
     this.hmacKey = derive('hmac-sha256');
+    this.credentialKey = derive('credential-cache');
   }
 
   /** AES-256-GCM, output base64url(iv | tag | ciphertext). */
@@ -63,6 +65,16 @@ export class Keys {
   /** Keyed hash for short secrets (PINs): a database dump cannot brute-force 10^6 codes offline. */
   hmac(value: string): string {
     return createHmac('sha256', this.hmacKey).update(value).digest('base64url');
+  }
+
+  /**
+   * Key of a verified name and password in the credential cache (src/auth/credential-cache.ts):
+   * a keyed hash, so the cache never holds anything that recovers the password.
+   */
+  credentialHash(name: string, password: string): string {
+    return createHmac('sha256', this.credentialKey)
+      .update(JSON.stringify([name, password]))
+      .digest('base64url');
   }
 }
 

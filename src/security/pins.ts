@@ -1,6 +1,9 @@
 // Six-digit PINs, as used by secure download links and password-change links: issued hashed (a
 // keyed HMAC, so a database dump cannot brute-force them offline), valid for a while, compared in
-// constant time, and not re-sent more often than once per `resendSeconds`.
+// constant time, and not re-sent more often than once per `resendSeconds`. PinLifecycle is the one
+// life cycle both use: a send slot (one PIN per resend period, one sender of concurrent ones),
+// counted failures, and a lock when too many were wrong.
+import type { Db } from '../db/database.js';
 import { AppError } from '../errors.js';
 import { type Keys, randomPin, safeEqual } from './keys.js';
 
@@ -52,5 +55,89 @@ export class PinPolicy {
     return new AppError(429, `a code was sent less than ${this.resendSeconds}s ago; retry in ${wait}s`, {
       'Retry-After': String(wait),
     });
+  }
+}
+
+/** A row that holds a PIN (a link, a change token). */
+export interface PinRow extends PinColumns {
+  id: number;
+  pin_failures: number;
+}
+
+/** How a PinLifecycle writes the PIN columns of its table (each table's store provides them). */
+export interface PinRows {
+  /** Stores a new PIN unless another request stored one since `sentAt` was read. */
+  claimSend(trx: Db, id: number, sentAt: number | null, columns: PinColumns): Promise<boolean>;
+  /** Counts one wrong PIN; the new count (undefined: the row is gone). */
+  countFailure(id: number): Promise<number | undefined>;
+  /** Clears the count after a right PIN; absent: the count stays (the row is used up anyway). */
+  clearFailures?(id: number): Promise<void>;
+  /**
+   * Locks the row once it reached `maxFailures`; true for the one caller of concurrent ones that
+   * locked it. Absent: a row with `maxFailures` wrong PINs is dead, every such caller "locked" it.
+   */
+  lock?(id: number, now: number, maxFailures: number): Promise<boolean>;
+}
+
+export type PinVerdict =
+  | { result: 'match' }
+  | { result: 'none' }
+  | { result: 'expired' }
+  | { result: 'wrong'; failures: number; locked: boolean };
+
+export interface PinLifecycleDeps {
+  db: Db;
+  policy: PinPolicy;
+  rows: PinRows;
+  /** Wrong PINs that lock (or kill) the row. */
+  maxFailures: number;
+}
+
+export class PinLifecycle {
+  readonly policy: PinPolicy;
+  readonly maxFailures: number;
+  private readonly db: Db;
+  private readonly rows: PinRows;
+
+  constructor(deps: PinLifecycleDeps) {
+    ({ db: this.db, policy: this.policy, rows: this.rows, maxFailures: this.maxFailures } = deps);
+  }
+
+  /**
+   * Sends a fresh PIN for `row`: 429 within the resend period. `deliver` queues the message (and
+   * its audit row) in the same transaction as the new PIN, so of two concurrent requests exactly
+   * one stores a PIN and sends it; the other gets 429 too.
+   */
+  async send(row: PinRow, now: number, deliver: (trx: Db, pin: string) => Promise<void>): Promise<void> {
+    this.checkSlot(row, now);
+    const { pin, columns } = this.policy.issue(now);
+    const sent = await this.db.transaction().execute(async (trx) => {
+      if (!(await this.rows.claimSend(trx, row.id, row.pin_sent_at, columns))) return false;
+      await deliver(trx, pin);
+      return true;
+    });
+    if (!sent) throw this.policy.tooSoon(this.policy.resendSeconds);
+  }
+
+  /** 429 when a PIN was sent for `row` within the resend period (send() checks it too). */
+  checkSlot(row: Pick<PinColumns, 'pin_sent_at'>, now: number): void {
+    const wait = this.policy.resendWait(row.pin_sent_at, now);
+    if (wait > 0) throw this.policy.tooSoon(wait);
+  }
+
+  /** Checks a given PIN; a wrong one is counted, and the one reaching maxFailures locks the row. */
+  async verify(row: PinRow, given: string, now: number): Promise<PinVerdict> {
+    const result = this.policy.check(row, given, now);
+    if (result === 'none') return { result };
+    if (result === 'expired') return { result };
+    if (result === 'match') {
+      if (row.pin_failures > 0) await this.rows.clearFailures?.(row.id);
+      return { result };
+    }
+    const failures = (await this.rows.countFailure(row.id)) ?? this.maxFailures;
+    const locked =
+      failures >= this.maxFailures &&
+      (this.rows.lock ? await this.rows.lock(row.id, now, this.maxFailures) : true);
+    return { result: 'wrong', failures, locked };
   }
 }

@@ -9,7 +9,7 @@
 //   fails, whatever it wrote is gone, or at worst a partial write that listPartial reports and
 //   discardPartial removes (a crash leaves those: temp files, incomplete multipart uploads).
 // - delete is idempotent: deleting a missing key succeeds.
-// - stat answers null for a missing key; read of a missing key fails.
+// - stat and readSmall answer null for a missing key; read of a missing key fails.
 // - errors of the store itself are plain Errors (the HTTP layer answers 500); only the byte limit
 //   is an AppError (413), raised by BlobWriter.
 import type { ServerResponse } from 'node:http';
@@ -27,6 +27,12 @@ export interface StoredBlob {
 export interface BlobStat {
   size: number;
   fingerprint: string;
+}
+
+export interface SmallBlob {
+  stat: BlobStat;
+  /** the whole contents, or null when larger than asked for */
+  data: Buffer | null;
 }
 
 export interface ByteRange {
@@ -86,6 +92,12 @@ export interface BlobStore {
   directBody?(key: string, res: ServerResponse, offset: number, length: number): Promise<DirectBody | null>;
   /** Current size and fingerprint, or null when the object is missing. */
   stat(key: string): Promise<BlobStat | null>;
+  /**
+   * stat and, when the object is at most `maxBytes` long, its whole contents, in one go (small
+   * downloads are answered from one buffer, not a stream); null when the object is missing. The
+   * fingerprint describes the contents returned.
+   */
+  readSmall(key: string, maxBytes: number): Promise<SmallBlob | null>;
   /** Idempotent. */
   delete(key: string): Promise<void>;
   /** Every complete object, in no particular order. */

@@ -1,17 +1,31 @@
 // Persistence of write intents (table blob_intents): one row per blob being written. See
 // blob-writer.ts for the protocol and reconciler.ts for what happens to the rows a crash leaves.
 import type { Db } from '../db/database.js';
+import type { GroupCommit } from '../db/group-commit.js';
 import type { BlobIntentRow } from '../db/schema.js';
 
 export class IntentStore {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    /** When given, intents are added in group commits (src/db/group-commit.ts). */
+    private readonly commits?: GroupCommit,
+  ) {}
 
-  /** Committed on its own, before the first byte of the blob is written. */
-  async add(key: string, writer: string, now: number): Promise<void> {
-    await this.db
-      .insertInto('blob_intents')
-      .values({ blob_key: key, writer, started_at: now, touched_at: now })
-      .execute();
+  /**
+   * Committed (durable, through the group commit when there is one) before the first byte of the
+   * blob is written; or, inside the transaction `trx` that drops their rows, for blobs about to be
+   * deleted (finished or abandoned tus uploads' chunks).
+   */
+  async add(key: string | string[], writer: string, now: number, trx?: Db): Promise<void> {
+    const keys = Array.isArray(key) ? key : [key];
+    if (keys.length === 0) return;
+    const insert = (db: Db) =>
+      db
+        .insertInto('blob_intents')
+        .values(keys.map((k) => ({ blob_key: k, writer, started_at: now, touched_at: now })))
+        .execute();
+    if (trx) await insert(trx);
+    else await (this.commits ? this.commits.run(insert) : insert(this.db));
   }
 
   /** Removes intents; inside the transaction that records the files, or after a discard. */

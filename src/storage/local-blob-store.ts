@@ -3,7 +3,7 @@
 // blob either exists whole or not at all. Private optimisations, used only when the native module
 // is built: putHashed (hashing and O_DIRECT writes in the thread pool) and directBody (sendfile(2)).
 import { createReadStream } from 'node:fs';
-import { mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
+import { type FileHandle, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
 import { hostname } from 'node:os';
 import path from 'node:path';
@@ -17,6 +17,7 @@ import {
   type DirectBody,
   type ListedBlob,
   type PartialWrite,
+  type SmallBlob,
 } from './blob-store.js';
 import { canSendfile, SendfileBody } from './sendfile-body.js';
 import { writeHashed, writePlain } from './upload-sink.js';
@@ -106,6 +107,33 @@ export class LocalBlobStore implements BlobStore {
   async read(key: string, range?: ByteRange): Promise<Readable> {
     const fh = await open(this.pathOf(key), 'r');
     return createReadStream('', { fd: fh, start: range?.start, end: range?.end, highWaterMark: 1 << 20 });
+  }
+
+  async readSmall(key: string, maxBytes: number): Promise<SmallBlob | null> {
+    let fh: FileHandle;
+    try {
+      fh = await open(this.pathOf(key), 'r');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw err;
+    }
+    try {
+      // fstat of the open file: the fingerprint is that of the bytes read below.
+      const st = await fh.stat({ bigint: true });
+      const size = Number(st.size);
+      const stat = { size, fingerprint: `${st.size}-${st.mtimeNs}-${st.ino}` };
+      if (size > maxBytes) return { stat, data: null };
+      const data = Buffer.allocUnsafe(size);
+      let got = 0;
+      while (got < size) {
+        const { bytesRead } = await fh.read(data, got, size - got, got);
+        if (bytesRead === 0) break;
+        got += bytesRead;
+      }
+      return { stat, data: got === size ? data : data.subarray(0, got) };
+    } finally {
+      await fh.close();
+    }
   }
 
   private async sendfileBody(

@@ -2,7 +2,7 @@
 // fail at any step, so the layers above prove what a failing store does to an upload, a download
 // and the sweeper. Holds whole objects in memory: never for production.
 import { Readable } from 'node:stream';
-import type { BlobStat, BlobStore, ByteRange, ListedBlob, PartialWrite } from './blob-store.js';
+import type { BlobStat, BlobStore, ByteRange, ListedBlob, PartialWrite, SmallBlob } from './blob-store.js';
 
 /** Where an injected failure strikes. */
 export type FailStep = 'write' | 'finish' | 'read' | 'delete';
@@ -64,6 +64,16 @@ export class MemoryBlobStore implements BlobStore {
     if (!o) throw Object.assign(new Error(`no such blob ${key}`), { code: 'ENOENT' });
     const data = range ? o.data.subarray(range.start, range.end + 1) : o.data;
     return Readable.from([data]);
+  }
+
+  async readSmall(key: string, maxBytes: number): Promise<SmallBlob | null> {
+    this.check('read');
+    const o = this.objects.get(key);
+    if (!o) return null;
+    return {
+      stat: { size: o.data.length, fingerprint: this.fingerprintOf(key)! },
+      data: o.data.length <= maxBytes ? o.data : null,
+    };
   }
 
   async stat(key: string): Promise<BlobStat | null> {

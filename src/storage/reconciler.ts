@@ -55,7 +55,7 @@ function isAlive(pid: number): boolean {
 }
 
 /** A process on this host that no longer runs: another pid that is gone, or our pid in an earlier life. */
-function deadHere(host: string, pid: number, writer?: string): boolean {
+export function deadHere(host: string, pid: number, writer?: string): boolean {
   if (host !== HOST) return false;
   if (pid === process.pid) return writer !== undefined && writer !== WRITER;
   return !isAlive(pid);

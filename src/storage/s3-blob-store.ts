@@ -1,6 +1,6 @@
 // Blob store in an S3-compatible bucket (AWS S3, Ceph RGW, MinIO…), through the AWS SDK v3.
-// Objects are `<prefix><key>`. Uploads stream through @aws-sdk/lib-storage: one PutObject for a
-// small body, a multipart upload of 8 MiB parts (4 in flight, so at most ~40 MiB buffered) for a
+// Objects are `<prefix><key>`. Uploads stream through s3-part-upload.ts: one PutObject for a
+// small body, a multipart upload of 8 MiB parts (4 in flight, 5 reused buffers: 40 MiB) for a
 // large one; on any failure the multipart upload is aborted, so nothing partial stays (a crash is
 // the exception: listPartial/discardPartial and the reconciler handle those). An object is only
 // visible once complete: S3 never shows an unfinished multipart upload.
@@ -13,6 +13,7 @@ import {
   AbortMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
+  type GetObjectCommandOutput,
   HeadBucketCommand,
   HeadObjectCommand,
   ListMultipartUploadsCommand,
@@ -21,7 +22,6 @@ import {
   S3Client,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
 import type { S3Config } from '../config.js';
 import { AppError } from '../errors.js';
 import {
@@ -31,7 +31,9 @@ import {
   type ByteRange,
   type ListedBlob,
   type PartialWrite,
+  type SmallBlob,
 } from './blob-store.js';
+import { uploadObject } from './s3-part-upload.js';
 
 const MiB = 1024 * 1024;
 
@@ -76,6 +78,21 @@ export class S3BlobStore implements BlobStore {
     if (s.accessKeyId && s.secretAccessKey)
       cfg.credentials = { accessKeyId: s.accessKeyId, secretAccessKey: s.secretAccessKey };
     this.client = new S3Client(cfg);
+    // Uploads are signed without their payload's SHA-256 (`UNSIGNED-PAYLOAD`, as the SDK itself does
+    // for streamed bodies): the SDK would otherwise hash every part once more, on top of the SHA-256
+    // Remessa computes of the whole file, a third of the upload's CPU. Integrity on the wire comes
+    // from TLS (use an https endpoint across any untrusted network), and REMESSA_VERIFY_DOWNLOADS=
+    // always checks every download against Remessa's SHA-256.
+    this.client.middlewareStack.add(
+      (next, context) => (args) => {
+        const headers = (args.request as { headers?: Record<string, string> } | undefined)?.headers;
+        const command = context.commandName;
+        if (headers && (command === 'UploadPartCommand' || command === 'PutObjectCommand'))
+          headers['x-amz-content-sha256'] = 'UNSIGNED-PAYLOAD';
+        return next(args);
+      },
+      { step: 'build', name: 'remessaUnsignedPayload' },
+    );
   }
 
   private objectKey(key: string): string {
@@ -102,31 +119,14 @@ export class S3BlobStore implements BlobStore {
   }
 
   async put(key: string, source: Readable): Promise<{ fingerprint: string }> {
-    const upload = new Upload({
+    const Key = this.objectKey(key);
+    await uploadObject(source, {
       client: this.client,
-      params: { Bucket: this.bucket, Key: this.objectKey(key), Body: source },
+      bucket: this.bucket,
+      key: Key,
       partSize: this.partSize,
       queueSize: this.queueSize,
-      leavePartsOnError: false,
     });
-    // lib-storage reads the body through its async iterator, which ends quietly when the stream
-    // is destroyed: the source's error must fail the upload, or a cut-off body would be stored.
-    let sourceError: unknown = null;
-    const onError = (err: unknown) => {
-      sourceError ??= err;
-      void upload.abort().catch(() => {});
-    };
-    source.once('error', onError);
-    try {
-      await upload.done();
-      if (sourceError) throw sourceError;
-    } catch (err) {
-      // done() aborts the multipart upload itself on failure; a single PutObject stores nothing.
-      await this.delete(key).catch(() => {});
-      throw sourceError ?? err;
-    } finally {
-      source.off('error', onError);
-    }
     // CompleteMultipartUpload's ETag is empty on some gateways (Ceph): ask for the real one.
     const st = await this.stat(key);
     if (!st) throw new Error(`S3 object ${key} missing right after it was written`);
@@ -142,6 +142,42 @@ export class S3BlobStore implements BlobStore {
       }),
     );
     return r.Body as Readable;
+  }
+
+  async readSmall(key: string, maxBytes: number): Promise<SmallBlob | null> {
+    if (maxBytes <= 0) {
+      const stat = await this.stat(key);
+      return stat && { stat, data: null };
+    }
+    let r: GetObjectCommandOutput;
+    try {
+      // One request: the first maxBytes bytes; Content-Range tells the whole size.
+      r = await this.client.send(
+        new GetObjectCommand({
+          Bucket: this.bucket,
+          Key: this.objectKey(key),
+          Range: `bytes=0-${maxBytes - 1}`,
+        }),
+      );
+    } catch (err) {
+      if (isNotFound(err)) return null;
+      // An empty object has no byte 0: 416. Its stat says all there is.
+      if ((err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 416) {
+        const stat = await this.stat(key);
+        return stat && { stat, data: stat.size === 0 ? Buffer.alloc(0) : null };
+      }
+      throw err;
+    }
+    const total = Number(/\/(\d+)$/.exec(r.ContentRange ?? '')?.[1] ?? r.ContentLength ?? 0);
+    const stat = { size: total, fingerprint: r.ETag ?? '' };
+    const body = r.Body as Readable;
+    if (total > maxBytes) {
+      body.destroy();
+      return { stat, data: null };
+    }
+    const chunks: Buffer[] = [];
+    for await (const chunk of body) chunks.push(chunk as Buffer);
+    return { stat, data: Buffer.concat(chunks) };
   }
 
   async stat(key: string): Promise<BlobStat | null> {

@@ -1,16 +1,28 @@
 // Persistence of user accounts.
+import { prepare } from '../db/compiled.js';
 import type { Db } from '../db/database.js';
 import type { NewUser, UserRow, UserUpdate } from '../db/schema.js';
 
 export class UserStore {
-  constructor(private readonly db: Db) {}
+  // Read on every authenticated request: compiled once.
+  private readonly byNameQuery;
+  private readonly byIdQuery;
+
+  constructor(private readonly db: Db) {
+    this.byNameQuery = prepare<[string], UserRow>(db, 1, (p) =>
+      db.selectFrom('users').selectAll().where('name_key', '=', p<string>(0)),
+    );
+    this.byIdQuery = prepare<[number], UserRow>(db, 1, (p) =>
+      db.selectFrom('users').selectAll().where('id', '=', p<number>(0)),
+    );
+  }
 
   byName(name: string, db: Db = this.db): Promise<UserRow | undefined> {
-    return db.selectFrom('users').selectAll().where('name_key', '=', name.toLowerCase()).executeTakeFirst();
+    return this.byNameQuery.first([name.toLowerCase()], db);
   }
 
   byId(id: number, db: Db = this.db): Promise<UserRow | undefined> {
-    return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+    return this.byIdQuery.first([id], db);
   }
 
   async insert(user: NewUser): Promise<UserRow> {

@@ -12,6 +12,7 @@ import { type Config, ConfigError } from '../config.js';
 import type { Db } from '../db/database.js';
 import type { FileRow, UserRow, WebhookRow } from '../db/schema.js';
 import { AppError, badRequest } from '../errors.js';
+import type { LinkStore } from '../files/link-store.js';
 import type { NotificationService } from '../notify/notification-service.js';
 import { type Keys, randomToken } from '../security/keys.js';
 import { maskAddress } from '../validation.js';
@@ -50,6 +51,7 @@ export class WebhookService {
     private readonly keys: Keys,
     private readonly clock: Clock,
     private readonly config: Pick<Config, 'webhookUrl' | 'webhookAllowPrivate'>,
+    private readonly links: LinkStore,
   ) {
     if (config.webhookUrl) {
       try {
@@ -152,7 +154,7 @@ export class WebhookService {
     const fileData = file ? { file: fileOf(file) } : {};
     const link = async () => {
       const id = Number(detail['link']);
-      const row = await db.selectFrom('links').selectAll().where('id', '=', id).executeTakeFirst();
+      const row = await this.links.byId(id, db);
       return row ? linkOf(row) : { id };
     };
     switch (type) {
@@ -167,13 +169,7 @@ export class WebhookService {
               .execute()
           ).map((u) => [u.id, u.name]),
         );
-        const links = await db
-          .selectFrom('links')
-          .selectAll()
-          .where('file_id', '=', f.id)
-          .where('kind', '=', 'recipient')
-          .orderBy('id')
-          .execute();
+        const links = await this.links.recipientLinks([f.id], db);
         return {
           ...fileData,
           uploader: names.get(f.uploader_id) ?? null,

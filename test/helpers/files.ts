@@ -81,3 +81,16 @@ export async function footprint(t: TestServer) {
     links: await count('links'),
   };
 }
+
+/**
+ * A download audit row whose outcome is recorded. The row is written before the first byte
+ * (saying `"outcome":"unknown"`) and completed once the response is over.
+ */
+export function outcomeKnown(row: { detail: string | null }): boolean {
+  return !(row.detail ?? '').includes('"outcome":"unknown"');
+}
+
+/** The download audit rows with their outcome recorded, oldest first. */
+export async function finishedDownloads(t: TestServer) {
+  return (await t.server.services.audit.query({ event: 'download' })).filter(outcomeKnown);
+}

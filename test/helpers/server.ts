@@ -245,6 +245,8 @@ export async function startChildServer(opts: {
   user: { name: string; password: string };
   /** The soft limit on open descriptors of the server process (e.g. 1024, the usual default). */
   maxFiles?: number;
+  /** More settings (REMESSA_DATABASE_URL, say). */
+  env?: Record<string, string>;
 }): Promise<ChildServer> {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'remessa-child-'));
   const port = await freePort();
@@ -256,6 +258,7 @@ export async function startChildServer(opts: {
     REMESSA_BASE_URL: `${origin}/v1`,
     REMESSA_SECRET: 'child-test-secret-child-test-secret',
     REMESSA_LOG_LEVEL: 'warn',
+    ...opts.env,
   };
   const bin = path.resolve('bin/remessa.js');
   const childEnv = { ...process.env, ...env };

@@ -6,9 +6,11 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { AppError, badRequest } from '../../errors.js';
+import type { DownloadOutcome } from '../../files/download.js';
 import type { IncomingFile } from '../../files/file-service.js';
 import type { FileWithLink } from '../../files/file-store.js';
 import { parseRecipients } from '../../files/recipients.js';
+import type { ByteRange } from '../../storage/blob-store.js';
 import { currentUser, requireUser } from '../auth-hooks.js';
 import { sendStoredFile } from '../download-response.js';
 import { fileEntry } from '../file-entry.js';
@@ -195,14 +197,28 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
   );
 
   async function serve(request: FastifyRequest, reply: FastifyReply, found: FileWithLink) {
-    const outcome = await sendStoredFile(
-      request,
-      reply,
-      found.file,
-      files.blobAccess(found.file, request.ip),
-    );
-    if (request.method === 'HEAD' || reply.statusCode === 304) return;
-    await files.downloadFinished(found, outcome, request.ip);
+    // The audit row is committed before the first byte; the outcome is added once it is known.
+    const begun: { row: number; range: ByteRange | null }[] = [];
+    const blob = files.blobAccess(found.file, request.ip);
+    let outcome: DownloadOutcome;
+    try {
+      outcome = await sendStoredFile(request, reply, found.file, blob, async (range) => {
+        begun.push({ row: await files.downloadStarting(found, range, request.ip), range });
+      });
+    } catch (err) {
+      // Begun, then failed before the body (the blob would not open): no byte reached the client.
+      for (const { row, range } of begun)
+        await files
+          .downloadFinished(found, row, { complete: false, bytes: 0, range }, request.ip)
+          .catch(() => {});
+      throw err;
+    }
+    try {
+      for (const { row } of begun) await files.downloadFinished(found, row, outcome, request.ip);
+    } catch (err) {
+      // The response is over. If the outcome could not be written, the row still says unknown.
+      request.log.warn({ err }, 'after the download: bookkeeping failed');
+    }
   }
 
   // GET and HEAD share a handler; an explicit HEAD keeps our Content-Length (Fastify's generated

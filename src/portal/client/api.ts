@@ -1,6 +1,7 @@
 // Talks to the Remessa API on the same origin. Every response is a JSON envelope (interface §2.2);
 // failures become ApiError with the HTTP status and the envelope's safe `detail`.
 // credentials: 'omit' — no cookies, and a 401 never pops the browser's Basic-auth dialog.
+import * as tus from 'tus-js-client';
 import type { FileEntryBody, RecipientStatusBody } from '../../http/schemas.js';
 import { config } from './config.js';
 import { t } from './i18n.js';
@@ -140,29 +141,81 @@ export interface UploadHandle {
   abort(): void;
 }
 
-/** One multipart request per file (XMLHttpRequest, for upload progress). */
+/**
+ * One resumable (tus) upload per file, with tus-js-client: a dropped connection is retried from
+ * where it stopped, and the upload's address is kept in localStorage so that after a reload the
+ * same file, chosen again, continues instead of starting over (issue 14).
+ */
 export function uploadFile(
   file: File,
   params: UploadParams,
   onProgress: (loaded: number, total: number) => void,
 ): UploadHandle {
-  const xhr = new XMLHttpRequest();
+  let upload: tus.Upload | null = null;
+  let rejectIt: (err: unknown) => void = () => {};
   const done = new Promise<FileEntry[]>((resolve, reject) => {
-    xhr.open('POST', apiUrl('/upload', { file: file.name, ...params }));
-    for (const [k, v] of Object.entries(authHeaders('bearer'))) xhr.setRequestHeader(k, v);
-    xhr.setRequestHeader('Accept', 'application/json');
-    xhr.upload.onprogress = (e) => onProgress(e.loaded, e.lengthComputable ? e.total : file.size);
-    xhr.onload = () => {
-      const envelope = parseEnvelope(xhr.responseText) as (Envelope & { files?: FileEntry[] }) | null;
-      if (xhr.status >= 200 && xhr.status < 300) return resolve(envelope?.files ?? []);
-      if (xhr.status === 401) endSession('expired');
-      reject(new ApiError(xhr.status, envelope?.detail));
-    };
-    xhr.onerror = () => reject(new ApiError(0, undefined));
-    xhr.onabort = () => reject(new DOMException('cancelled', 'AbortError'));
-    const form = new FormData();
-    form.append('file', file, file.name);
-    xhr.send(form);
+    rejectIt = reject;
+    const metadata: Record<string, string> = { filename: file.name };
+    for (const [k, v] of Object.entries(params)) if (v) metadata[k] = v;
+    const u = new tus.Upload(file, {
+      endpoint: apiUrl('/uploads'),
+      headers: authHeaders('bearer'),
+      metadata,
+      storeFingerprintForResuming: true,
+      removeFingerprintOnSuccess: true,
+      // Keeps trying for about three minutes while the network is away.
+      retryDelays: [0, 1000, 3000, 5000, 10000, 20000, 30000, 60000, 60000],
+      onProgress: (sent, total) => onProgress(sent, total),
+      onError: (err) => {
+        const res = (err as tus.DetailedError).originalResponse;
+        const status = res ? res.getStatus() : 0;
+        if (status === 401) endSession('expired');
+        reject(new ApiError(status, res ? parseEnvelope(res.getBody())?.detail : undefined));
+      },
+      onSuccess: () => {
+        const headers = { ...authHeaders('bearer'), Accept: 'application/json' };
+        fetch(new URL(u.url ?? '', location.href), { headers })
+          .then(async (r) => {
+            const envelope = parseEnvelope(await r.text()) as (Envelope & { files?: FileEntry[] }) | null;
+            if (!r.ok) throw new ApiError(r.status, envelope?.detail);
+            resolve(envelope?.files ?? []);
+          })
+          .catch(reject);
+      },
+    });
+    upload = u;
+    u.findPreviousUploads()
+      .then((previous) => {
+        if (previous[0]) u.resumeFromPreviousUpload(previous[0]);
+        u.start();
+      })
+      .catch(() => u.start());
   });
-  return { done, abort: () => xhr.abort() };
+  return {
+    done,
+    abort: () => {
+      // Cancelled on purpose: the server may drop what it has (termination).
+      void upload?.abort(true).catch(() => {});
+      rejectIt(new DOMException('cancelled', 'AbortError'));
+    },
+  };
+}
+
+/** Uploads a reload interrupted (tus-js-client's records in localStorage): name and progress. */
+export function interruptedUploads(): { name: string; size: number }[] {
+  const out: { name: string; size: number }[] = [];
+  try {
+    for (let i = 0; i < localStorage.length; i++) {
+      const key = localStorage.key(i);
+      if (!key?.startsWith('tus::')) continue;
+      const v = JSON.parse(localStorage.getItem(key) ?? '{}') as {
+        size?: number;
+        metadata?: { filename?: string };
+      };
+      if (v.metadata?.filename) out.push({ name: v.metadata.filename, size: v.size ?? 0 });
+    }
+  } catch {
+    // Storage disabled or unreadable: nothing to offer.
+  }
+  return out;
 }

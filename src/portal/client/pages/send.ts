@@ -7,6 +7,7 @@ import {
   ApiError,
   errorText,
   type FileEntry,
+  interruptedUploads,
   type UploadHandle,
   type UploadParams,
   uploadFile,
@@ -335,6 +336,10 @@ export function renderSend(ctx: PageContext): void {
   );
   put(list, ...uploads.map(uploadRow));
   showChosen();
+  // After a reload the browser cannot reopen a file by itself: say which uploads can continue.
+  const interrupted = interruptedUploads().filter((x) => !uploads.some((u) => u.file.name === x.name));
+  if (interrupted.length > 0)
+    say(status, 'info', t('resumeOffer', { names: interrupted.map((x) => x.name).join(', ') }));
   put(
     ctx.main,
     pageHeading(t('sendTitle')),

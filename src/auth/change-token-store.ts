@@ -1,0 +1,102 @@
+// Persistence of password-change links (table `change_tokens`, DESIGN §6): looked up by the
+// SHA-256 of their token; consumed with a conditional UPDATE so one request wins.
+import type { Db } from '../db/database.js';
+import type { ChangeTokenRow } from '../db/schema.js';
+import type { PinColumns } from '../security/pins.js';
+
+export interface NewChangeToken extends PinColumns {
+  userId: number;
+  tokenHash: string;
+  purpose: string;
+  expiresAt: number;
+  createdAt: number;
+}
+
+export class ChangeTokenStore {
+  constructor(private readonly db: Db) {}
+
+  /** When the user's newest link created after `since` was created (undefined: none). */
+  async newestSince(userId: number, since: number): Promise<number | undefined> {
+    const row = await this.db
+      .selectFrom('change_tokens')
+      .select('created_at')
+      .where('user_id', '=', userId)
+      .where('created_at', '>', since)
+      .orderBy('created_at', 'desc')
+      .executeTakeFirst();
+    return row?.created_at;
+  }
+
+  /** Inserts a link (in the caller's transaction, with its PIN message); returns its id. */
+  async insert(trx: Db, t: NewChangeToken): Promise<number> {
+    const row = await trx
+      .insertInto('change_tokens')
+      .values({
+        user_id: t.userId,
+        token_hash: t.tokenHash,
+        purpose: t.purpose,
+        pin_hash: t.pin_hash,
+        pin_expires_at: t.pin_expires_at,
+        pin_sent_at: t.pin_sent_at,
+        pin_failures: 0,
+        expires_at: t.expiresAt,
+        used_at: null,
+        created_at: t.createdAt,
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    return row.id;
+  }
+
+  byTokenHash(tokenHash: string): Promise<ChangeTokenRow | undefined> {
+    return this.db
+      .selectFrom('change_tokens')
+      .selectAll()
+      .where('token_hash', '=', tokenHash)
+      .executeTakeFirst();
+  }
+
+  /** Marks a live link used; false when another request used it first or its PIN was guessed at. */
+  async consume(id: number, now: number, maxFailures: number): Promise<boolean> {
+    const res = await this.db
+      .updateTable('change_tokens')
+      .set({ used_at: now })
+      .where('id', '=', id)
+      .where('used_at', 'is', null)
+      .where('pin_failures', '<', maxFailures)
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) === 1;
+  }
+
+  /** Every open link of the user dies (after a password change). */
+  async consumeAll(userId: number, now: number): Promise<void> {
+    await this.db
+      .updateTable('change_tokens')
+      .set({ used_at: now })
+      .where('user_id', '=', userId)
+      .where('used_at', 'is', null)
+      .execute();
+  }
+
+  /** Stores a new PIN unless another request stored one since `sentAt` was read. */
+  async claimPinSend(trx: Db, id: number, sentAt: number | null, columns: PinColumns): Promise<boolean> {
+    const res = await trx
+      .updateTable('change_tokens')
+      .set(columns)
+      .where('id', '=', id)
+      .where((eb) => (sentAt === null ? eb('pin_sent_at', 'is', null) : eb('pin_sent_at', '=', sentAt)))
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) === 1;
+  }
+
+  /** Counts one wrong PIN; the new count (undefined: the link is gone). */
+  async countPinFailure(id: number): Promise<number | undefined> {
+    const row = await this.db
+      .updateTable('change_tokens')
+      .set((eb) => ({ pin_failures: eb('pin_failures', '+', 1) }))
+      .where('id', '=', id)
+      .returning('pin_failures')
+      .executeTakeFirst();
+    return row?.pin_failures;
+  }
+}

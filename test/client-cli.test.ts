@@ -1,0 +1,158 @@
+// The command-line client (issue 14): `remessa login/send/get/logout` run as the real binary
+// against a real server, through a proxy that cuts the connection in either direction.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { ROOT, remessa } from './helpers/cli.js';
+import { CutProxy } from './helpers/cut-proxy.js';
+import { eventually } from './helpers/peers.js';
+import { startTestServer, type TestServer } from './helpers/server.js';
+import { writeBigFile } from './helpers/tus.js';
+
+const MiB = 1024 * 1024;
+
+describe('remessa send / get', () => {
+  let t: TestServer;
+  let dir: string;
+  let up: CutProxy;
+  let down: CutProxy;
+  let env: Record<string, string>;
+  const port = () => Number(new URL(t.origin).port);
+
+  before(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'remessa-client-'));
+    t = await startTestServer({ startWorkers: false });
+    await t.createUser('alice', 'alice-password');
+    up = await CutProxy.start({ target: { host: '127.0.0.1', port: port() }, everyBytes: 8 * MiB });
+    down = await CutProxy.start({
+      target: { host: '127.0.0.1', port: port() },
+      everyBytes: 8 * MiB,
+      direction: 'down',
+    });
+    env = { REMESSA_SERVER: `${up.origin}/v1`, XDG_CONFIG_HOME: path.join(dir, 'config') };
+  });
+  after(async () => {
+    await up.close();
+    await down.close();
+    await t.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test('login keeps a 0600 token; send and get round-trip a file with a cut in each direction', async () => {
+    const login = await remessa({ ...env, REMESSA_USER: 'alice', REMESSA_PASSWORD: 'alice-password' }, [
+      'login',
+    ]);
+    assert.equal(login.code, 0, login.stderr);
+    const tokenFile = path.join(dir, 'config', 'remessa', 'tokens.json');
+    assert.equal((await stat(tokenFile)).mode & 0o777, 0o600);
+    assert.equal((await stat(path.join(dir, 'config', 'remessa'))).mode & 0o777, 0o700);
+
+    const file = path.join(dir, 'report.bin');
+    const digest = await writeBigFile(file, 20);
+    const cutsBefore = up.cuts;
+    const sent = await remessa(env, [
+      'send',
+      file,
+      '--email',
+      'erin@example.com',
+      '--message',
+      'olá',
+      '--json',
+    ]);
+    assert.equal(sent.code, 0, sent.stderr);
+    assert.ok(up.cuts > cutsBefore, 'the upload went through at least one cut');
+    const [entry] = JSON.parse(sent.stdout) as Record<string, unknown>[];
+    assert.equal(entry!['name'], 'report.bin');
+    assert.equal(entry!['sha256'], digest);
+    assert.equal(entry!['length'], 20 * MiB);
+
+    const link = String(entry!['linkURL']).replace(t.origin, down.origin);
+    const outDir = path.join(dir, 'out');
+    await mkdir(outDir);
+    const cutsDown = down.cuts;
+    const got = await run(['get', link, '-o', path.join(outDir, 'copy.bin'), '--json']);
+    assert.equal(got.code, 0, got.stderr);
+    assert.ok(down.cuts > cutsDown, 'the download went through at least one cut');
+    assert.match(got.stderr, /connection lost at \d+ bytes; resuming/);
+    assert.deepEqual(JSON.parse(got.stdout), {
+      path: path.join(outDir, 'copy.bin'),
+      length: 20 * MiB,
+      sha256: digest,
+    });
+    assert.deepEqual(await readdir(outDir), ['copy.bin']);
+
+    // Without -o the server's file name is used, in the current directory.
+    const plain = await run(['get', link], outDir);
+    assert.equal(plain.code, 0, plain.stderr);
+    assert.equal(plain.stdout.trim(), path.join(outDir, 'report.bin'));
+
+    const logout = await remessa(env, ['logout']);
+    assert.equal(logout.code, 0, logout.stderr);
+    const again = await remessa(env, ['send', file]);
+    assert.equal(again.code, 1);
+    assert.match(again.stderr, /not signed in/);
+  });
+
+  test('send resumes an interrupted upload when run again with the same file', async () => {
+    const creds = {
+      ...env,
+      REMESSA_SERVER: `${t.base}`,
+      REMESSA_USER: 'alice',
+      REMESSA_PASSWORD: 'alice-password',
+    };
+    const file = path.join(dir, 'resume.bin');
+    const digest = await writeBigFile(file, 64);
+    // Killed (as by Ctrl-C or a crash) once some of the file is on its way.
+    const child = spawn(process.execPath, ['bin/remessa.js', 'send', file], {
+      cwd: ROOT,
+      env: { ...process.env, ...creds },
+    });
+    let err = '';
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      err += d;
+      if (/: [1-9]\d% \(/.test(err)) child.kill('SIGKILL');
+    });
+    await new Promise((r) => child.once('close', r));
+    assert.match(err, /resume\.bin: \d+% \(/);
+    const { db } = t.server.services;
+    const row = await eventually(async () => {
+      const r = await db
+        .selectFrom('uploads')
+        .selectAll()
+        .where('filename', '=', 'resume.bin')
+        .executeTakeFirst();
+      return r && r.received > 0 && r.lock_owner === null ? r : undefined;
+    });
+    assert.ok(row.received < row.length);
+    const second = await remessa(creds, ['send', file]);
+    assert.equal(second.code, 0, second.stderr);
+    assert.match(second.stderr, /resume\.bin: resuming an interrupted upload/);
+    assert.doesNotMatch(second.stderr, /: 0% \(/);
+    const [name, link] = second.stdout.trim().split('  ');
+    assert.equal(name, 'resume.bin');
+    const head = await fetch(link!, { method: 'HEAD' });
+    assert.equal(head.headers.get('etag'), `"${digest}"`);
+  });
+
+  function run(args: string[], cwd = ROOT) {
+    return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+      const child = spawn(process.execPath, [path.join(ROOT, 'bin/remessa.js'), ...args], {
+        cwd,
+        env: { ...process.env, ...env },
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.setEncoding('utf8').on('data', (d: string) => {
+        stdout += d;
+      });
+      child.stderr.setEncoding('utf8').on('data', (d: string) => {
+        stderr += d;
+      });
+      child.once('error', reject);
+      child.once('close', (code) => resolve({ code, stdout, stderr }));
+    });
+  }
+});

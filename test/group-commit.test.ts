@@ -1,0 +1,82 @@
+// Group commit (src/db/group-commit.ts) on SQLite and PostgreSQL: units that arrive together share
+// one transaction, each resolves only after its commit, and a failing unit fails alone.
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { type OpenDatabase, openDatabase } from '../src/db/database.js';
+import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
+
+const available = await postgresAvailable();
+if (!available && PG_REQUIRED) throw new Error(PG_SKIP);
+
+async function exercise(database: OpenDatabase): Promise<void> {
+  const { db, commits } = database;
+  const handles = new Set<unknown>();
+  const insert = (i: number) =>
+    commits.run(async (trx) => {
+      handles.add(trx);
+      await trx
+        .insertInto('audit')
+        .values({ at: i, event: 'download', detail: `unit ${i}` })
+        .execute();
+      return i;
+    });
+  // 200 units at once: far fewer transactions, every unit answered with its own result.
+  const results = await Promise.all(Array.from({ length: 200 }, (_, i) => insert(i)));
+  assert.deepEqual(
+    results,
+    Array.from({ length: 200 }, (_, i) => i),
+  );
+  assert.ok(handles.size < 20, `${handles.size} transactions for 200 units`);
+  // Resolved means committed: another connection (or a reader after it) sees every row.
+  const n = await db
+    .selectFrom('audit')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .executeTakeFirstOrThrow();
+  assert.equal(Number(n.n), 200);
+
+  // A failing unit in a batch fails alone, with its own error; the others commit.
+  const failing = commits.run(async (trx) => {
+    await trx.insertInto('audit').values({ at: 0, event: 'download', detail: 'doomed' }).execute();
+    throw new Error('this unit fails');
+  });
+  const others = Array.from({ length: 20 }, (_, i) => insert(1000 + i));
+  await assert.rejects(failing, /this unit fails/);
+  assert.equal((await Promise.all(others)).length, 20);
+  const doomed = await db.selectFrom('audit').select('id').where('detail', '=', 'doomed').execute();
+  assert.deepEqual(doomed, []);
+  const all = await db
+    .selectFrom('audit')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .executeTakeFirstOrThrow();
+  assert.equal(Number(all.n), 220);
+}
+
+describe('group commit', () => {
+  test('SQLite', async () => {
+    const dataDir = await mkdtemp(path.join(tmpdir(), 'remessa-group-'));
+    const database = await openDatabase({ dataDir, databaseUrl: null });
+    try {
+      await exercise(database);
+    } finally {
+      await database.close();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  test('PostgreSQL', { skip: available ? false : PG_SKIP }, async () => {
+    const temp = await createTempDatabase();
+    try {
+      const database = await openDatabase({ dataDir: '/nonexistent', databaseUrl: temp.url });
+      try {
+        await exercise(database);
+      } finally {
+        await database.close();
+      }
+    } finally {
+      await temp.drop();
+    }
+  });
+});

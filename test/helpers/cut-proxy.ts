@@ -1,0 +1,106 @@
+// A TCP proxy in front of a test server that cuts connections the way a flaky network does: every
+// `everyBytes` bytes passed in one direction (counted across connections), or when the test says
+// so (cutAll). While `down`, new connections are refused at once. Resumption tests go through it.
+import { connect, createServer, type Server, type Socket } from 'node:net';
+
+export interface CutProxyOptions {
+  /** host:port to forward to; with several, each new connection goes to the next (round robin) */
+  target: { host: string; port: number } | { host: string; port: number }[];
+  /** cut after this many bytes have passed in `direction` since the last cut (0: never by itself) */
+  everyBytes?: number;
+  /** 'up': client → server bytes (uploads); 'down': server → client (downloads) */
+  direction?: 'up' | 'down';
+}
+
+export class CutProxy {
+  /** connections cut so far */
+  cuts = 0;
+  /** refuse new connections while true (the network is gone) */
+  down = false;
+  private server: Server;
+  private sinceCut = 0;
+  private nextTarget = 0;
+  /** connections accepted so far, per target index */
+  readonly perTarget: number[] = [];
+  private readonly open = new Set<Socket>();
+  port = 0;
+
+  private constructor(private readonly opts: CutProxyOptions) {
+    this.server = createServer((client) => this.accept(client));
+  }
+
+  static async start(opts: CutProxyOptions): Promise<CutProxy> {
+    const p = new CutProxy(opts);
+    await new Promise<void>((resolve) => p.server.listen(0, '127.0.0.1', resolve));
+    p.port = (p.server.address() as { port: number }).port;
+    return p;
+  }
+
+  get origin(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  private accept(client: Socket): void {
+    if (this.down) {
+      client.destroy();
+      return;
+    }
+    const targets = Array.isArray(this.opts.target) ? this.opts.target : [this.opts.target];
+    const i = this.nextTarget++ % targets.length;
+    this.perTarget[i] = (this.perTarget[i] ?? 0) + 1;
+    const upstream = connect(targets[i]!.port, targets[i]!.host);
+    const pair = [client, upstream];
+    for (const s of pair) {
+      this.open.add(s);
+      s.on('error', () => {});
+      s.on('close', () => {
+        this.open.delete(s);
+        for (const o of pair) o.destroy();
+      });
+    }
+    const every = this.opts.everyBytes ?? 0;
+    const counted = (this.opts.direction ?? 'up') === 'up' ? client : upstream;
+    const other = counted === client ? upstream : client;
+    let gone = false;
+    counted.on('data', (chunk: Buffer) => {
+      if (gone) return;
+      if (every > 0 && this.sinceCut + chunk.length >= every) {
+        // Forward exactly up to the cut point, then drop both sides mid-stream.
+        const n = every - this.sinceCut;
+        other.write(chunk.subarray(0, n));
+        this.sinceCut = 0;
+        gone = true;
+        this.cut(pair);
+        return;
+      }
+      this.sinceCut += chunk.length;
+      if (!other.write(chunk)) {
+        counted.pause();
+        other.once('drain', () => counted.resume());
+      }
+    });
+    const back = counted === client ? upstream : client;
+    const backTo = counted === client ? client : upstream;
+    back.pipe(backTo);
+    counted.on('end', () => other.end());
+  }
+
+  private cut(sockets: Socket[]): void {
+    this.cuts++;
+    // Let what was written reach the other side before the reset, as a real mid-transfer drop would.
+    setImmediate(() => {
+      for (const s of sockets) s.resetAndDestroy();
+    });
+  }
+
+  /** Cuts every open connection now. */
+  cutAll(): void {
+    this.cuts++;
+    for (const s of [...this.open]) s.resetAndDestroy();
+  }
+
+  async close(): Promise<void> {
+    for (const s of [...this.open]) s.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}
