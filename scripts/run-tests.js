@@ -26,6 +26,10 @@ const result = spawnSync(
     '--test-concurrency=3',
     '--test-timeout=300000',
     '--test-reporter=spec',
+    '--test-reporter-destination=stdout',
+    // node's own summary does not count skipped suites: this one lists them (scripts/skip-summary.js)
+    `--test-reporter=${path.resolve('scripts/skip-summary.js')}`,
+    '--test-reporter-destination=stdout',
     ...files,
   ],
   { stdio: 'inherit' },

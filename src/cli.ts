@@ -1,4 +1,5 @@
 // `remessa` command line: serve, user management and audit, all on the same REMESSA_* config.
+import { createRequire } from 'node:module';
 import { Command, Option } from 'commander';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import type { UserRow } from './db/schema.js';
@@ -19,6 +20,43 @@ async function readStdin(): Promise<string> {
 
 function config(): Config {
   return loadConfig();
+}
+
+const pkg = createRequire(import.meta.url)('../../package.json') as { version: string };
+
+/** What --help says about the configuration in effect: which file and data directory a command uses. */
+function configHelp(): string {
+  const file = process.env['REMESSA_CONFIG'];
+  const lines = [
+    '',
+    'Configuration: REMESSA_* environment variables (README, "Configuration")',
+    `  config file (REMESSA_CONFIG): ${file ? file : '(none)'}`,
+  ];
+  try {
+    const c = loadConfig();
+    lines.push(
+      `  data directory (REMESSA_DATA_DIR): ${c.dataDir}`,
+      `  database: ${c.databaseUrl ? 'PostgreSQL (REMESSA_DATABASE_URL)' : `SQLite ${c.dataDir}/remessa.db`}`,
+      `  base URL (REMESSA_BASE_URL): ${c.baseUrl}`,
+    );
+  } catch (err) {
+    lines.push(`  configuration error: ${(err as Error).message}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** Rows as aligned columns (every column but the last padded to its widest cell). */
+function printTable(header: string[], rows: string[][]): void {
+  const all = [header, ...rows];
+  const widths = header.map((_, i) => Math.max(...all.map((r) => (r[i] ?? '').length)));
+  for (const r of all) {
+    console.log(
+      r
+        .map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!)))
+        .join('  ')
+        .trimEnd(),
+    );
+  }
 }
 
 /** Runs a command against the services (CLI logs go to stderr), always closing the database. */
@@ -53,6 +91,9 @@ function parseTime(value: string): number {
 const program = new Command()
   .name('remessa')
   .description('Remessa managed file transfer. Configuration comes from REMESSA_* environment variables.')
+  .version(pkg.version, '-V, --version', 'print the version')
+  .helpOption('-h, --help', 'show help (with the data directory and configuration in effect)')
+  .addHelpText('after', configHelp)
   .showHelpAfterError();
 
 program
@@ -80,9 +121,9 @@ const user = program.command('user').description('manage user accounts');
 
 user
   .command('add')
-  .argument('<name>')
-  .option('--email <email>')
-  .option('--mobile <mobile>')
+  .argument('<name>', 'user name: 1-64 characters of A-Z a-z 0-9 . _ @ -, matched case-insensitively')
+  .option('--email <email>', 'e-mail address (receives PINs and password links)')
+  .option('--mobile <mobile>', 'mobile number in international form, e.g. +5511987654321')
   .option('--lang <lang>', 'pt, en or es (default REMESSA_LANG)')
   .option('--password-stdin', 'read the password from standard input (else the user starts in first access)')
   .description('create a user')
@@ -98,20 +139,41 @@ user
 
 user
   .command('list')
-  .option('--json', 'machine-readable output')
+  .option('--json', 'one JSON object per line')
   .description('list users')
   .action(async (o: { json?: boolean }) => {
     await withServices(async (s) => {
       const rows = (await s.users.list()).map(describeUser);
-      if (o.json) return console.log(JSON.stringify(rows, null, 2));
+      // JSON lines, like `audit --json` and `outbox list --json`.
+      if (o.json) {
+        for (const r of rows) console.log(JSON.stringify(r));
+        return;
+      }
       if (rows.length === 0) return console.log('no users');
-      console.table(rows);
+      const flag = (on: unknown, text: string) => (on ? text : '');
+      printTable(
+        ['NAME', 'E-MAIL', 'MOBILE', 'LANG', 'STATE', 'CREATED'],
+        rows.map((r) => [
+          String(r['name']),
+          String(r['email'] ?? '-'),
+          String(r['mobile'] ?? '-'),
+          String(r['lang']),
+          [
+            r['enabled'] ? 'enabled' : 'disabled',
+            flag(r['firstAccess'], 'first-access'),
+            flag(r['locked'], 'locked'),
+          ]
+            .filter(Boolean)
+            .join(','),
+          String(r['created']),
+        ]),
+      );
     });
   });
 
 user
   .command('set')
-  .argument('<name>')
+  .argument('<name>', 'user name')
   .option('--email <email>', 'e-mail address ("" to clear)')
   .option('--mobile <mobile>', 'mobile number ("" to clear)')
   .option('--lang <lang>', 'pt, en or es')
@@ -128,7 +190,7 @@ user
 
 user
   .command('passwd')
-  .argument('<name>')
+  .argument('<name>', 'user name')
   .description('set a password, read from standard input; revokes the user’s tokens')
   .action(async (name: string) => {
     const password = await readStdin();
@@ -144,7 +206,7 @@ for (const [cmd, enabled] of [
 ] as const) {
   user
     .command(cmd)
-    .argument('<name>')
+    .argument('<name>', 'user name')
     .description(enabled ? 'allow a user to sign in again' : 'stop a user signing in; revokes their tokens')
     .action(async (name: string) => {
       await withServices(async (s) => {
@@ -156,7 +218,7 @@ for (const [cmd, enabled] of [
 
 user
   .command('remove')
-  .argument('<name>')
+  .argument('<name>', 'user name')
   .description('delete a user; revokes their tokens')
   .action(async (name: string) => {
     await withServices(async (s) => {
@@ -168,8 +230,8 @@ user
 program
   .command('audit')
   .description('show audit events, oldest first')
-  .option('--user <name>')
-  .option('--event <event>', 'e.g. login, login.failed, upload')
+  .option('--user <name>', 'only events of this user name (or recipient address)')
+  .option('--event <event>', 'e.g. login (with its sub-events such as login.failed), upload')
   .option('--since <time>', 'ISO 8601 time or epoch ms')
   .option('--until <time>', 'ISO 8601 time or epoch ms')
   .addOption(
@@ -193,21 +255,22 @@ program
           until: o.until ? parseTime(o.until) : undefined,
           limit: o.limit,
         });
-        for (const r of rows) {
-          if (o.json) {
-            console.log(JSON.stringify({ ...r, time: new Date(r.at).toISOString() }));
-          } else {
-            const parts = [
-              new Date(r.at).toISOString(),
-              r.event.padEnd(16),
-              r.user_name ?? '-',
-              r.remote ?? '-',
-            ];
-            if (r.file_id !== null) parts.push(`file=${r.file_id}`);
-            if (r.detail) parts.push(r.detail);
-            console.log(parts.join('  '));
-          }
+        if (o.json) {
+          for (const r of rows) console.log(JSON.stringify({ ...r, time: new Date(r.at).toISOString() }));
+          return;
         }
+        if (rows.length === 0) return console.log('no audit events');
+        printTable(
+          ['TIME', 'EVENT', 'USER', 'REMOTE', 'FILE', 'DETAIL'],
+          rows.map((r) => [
+            new Date(r.at).toISOString(),
+            r.event,
+            r.user_name ?? '-',
+            r.remote ?? '-',
+            r.file_id === null ? '-' : String(r.file_id),
+            r.detail ?? '',
+          ]),
+        );
       });
     },
   );
@@ -227,31 +290,32 @@ outbox
   .action(async (o: { status?: string; limit: number; json?: boolean }) => {
     await withServices(async (s) => {
       const rows = await s.notify.list({ status: o.status, limit: o.limit });
-      if (!o.json && rows.length === 0) return console.log('outbox is empty');
-      for (const r of rows) {
-        if (o.json) console.log(JSON.stringify(r));
-        else {
-          const parts = [
-            String(r.id).padStart(5),
-            new Date(r.createdAt).toISOString(),
-            r.status.padEnd(7),
-            r.channel.padEnd(5),
-            r.kind.padEnd(21),
-            r.recipient,
-            `attempts=${r.attempts}`,
-          ];
-          if (r.userName) parts.push(`user=${r.userName}`);
-          if (r.fileId !== null) parts.push(`file=${r.fileId}`);
-          if (r.lastError) parts.push(`error=${r.lastError}`);
-          console.log(parts.join('  '));
-        }
+      if (o.json) {
+        for (const r of rows) console.log(JSON.stringify(r));
+        return;
       }
+      if (rows.length === 0) return console.log('outbox is empty');
+      printTable(
+        ['ID', 'CREATED', 'STATUS', 'CHANNEL', 'KIND', 'TO', 'ATTEMPTS', 'USER', 'FILE', 'ERROR'],
+        rows.map((r) => [
+          String(r.id),
+          new Date(r.createdAt).toISOString(),
+          r.status,
+          r.channel,
+          r.kind,
+          r.recipient,
+          String(r.attempts),
+          r.userName ?? '-',
+          r.fileId === null ? '-' : String(r.fileId),
+          r.lastError ?? '',
+        ]),
+      );
     });
   });
 
 outbox
   .command('show')
-  .argument('<id>')
+  .argument('<id>', 'message id, from `outbox list`')
   .option('--json', 'machine-readable output')
   .description('print one message in full, PIN and link included (for a machine without SMTP/SMS)')
   .action(async (id: string, o: { json?: boolean }) => {
@@ -304,8 +368,8 @@ const webhook = program
 
 webhook
   .command('add')
-  .argument('<user>')
-  .argument('<url>')
+  .argument('<user>', 'user whose files the events are about')
+  .argument('<url>', 'https URL that receives the signed events')
   .option('--events <list>', 'comma-separated event types (default: all)')
   .option('--json', 'machine-readable output')
   .description("subscribe URL to events about USER's files; prints the signing secret once")
@@ -323,7 +387,7 @@ webhook
 
 webhook
   .command('list')
-  .argument('[user]')
+  .argument('[user]', "only this user's subscriptions")
   .option('--json', 'one JSON object per line')
   .description("list subscriptions (of USER, or everyone's), never their secrets")
   .action(async (name: string | undefined, o: { json?: boolean }) => {
@@ -332,20 +396,22 @@ webhook
       if (name !== undefined && !owner) throw new AppError(404, `no user ${name}`);
       const list = await s.webhooks.list(owner);
       if (!o.json && list.length === 0) return console.log('no webhooks');
+      const rows: string[][] = [];
       for (const { userId, ...w } of list) {
         const user = (await s.users.byId(userId))?.name ?? `#${userId}`;
         if (o.json) console.log(JSON.stringify({ ...w, user }));
         else {
           const state = w.enabled ? 'enabled' : `disabled (${w.disabledReason ?? ''})`;
-          console.log([String(w.id).padStart(4), user, w.url, w.events.join(','), state].join('  '));
+          rows.push([String(w.id), user, w.url, w.events.join(','), state]);
         }
       }
+      if (!o.json) printTable(['ID', 'USER', 'URL', 'EVENTS', 'STATE'], rows);
     });
   });
 
 webhook
   .command('remove')
-  .argument('<id>')
+  .argument('<id>', 'subscription id, from `webhook list`')
   .description('delete a subscription; events not yet delivered to it are dropped')
   .action(async (id: string) => {
     if (!/^\d+$/.test(id)) throw new AppError(400, `not a webhook id: "${id}"`);

@@ -1,7 +1,8 @@
 // Starts `remessa serve`: services, HTTP app and background workers, with a clean shutdown.
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
-import { buildApp } from './http/app.js';
+import { type AppOptions, buildApp } from './http/app.js';
+import { startMetricsServer } from './http/metrics-server.js';
 import type { Logger } from './logger.js';
 import { tuneMemory } from './memory.js';
 import { downloadPath, uploadPath } from './native.js';
@@ -21,15 +22,23 @@ export interface RunningServer {
 export async function startServer(
   config: Config,
   log: Logger,
-  opts: ServiceOptions = {},
+  opts: ServiceOptions & AppOptions = {},
 ): Promise<RunningServer> {
   tuneMemory();
   const services = await createServices(config, log, opts);
-  let app: FastifyInstance;
+  let app: FastifyInstance | undefined;
+  let metricsServer: Awaited<ReturnType<typeof startMetricsServer>> | null = null;
   try {
-    app = await buildApp(services);
+    app = await buildApp(services, opts);
     await app.listen({ port: config.port, host: config.host });
+    if (config.metricsPort !== null)
+      metricsServer = await startMetricsServer(
+        services.metrics,
+        { port: config.metricsPort, host: config.metricsHost },
+        log,
+      );
   } catch (err) {
+    await app?.close();
     await services.close();
     throw err;
   }
@@ -42,13 +51,16 @@ export async function startServer(
     {
       address,
       baseUrl: config.baseUrl,
+      portal: new URL(config.portalPath, config.baseUrl).href,
       dataDir: config.dataDir,
       database: services.dialect,
       storage: services.blobs.description,
       downloads: downloadPath(config.sendfile),
       uploads: uploadPath(config.directIo),
+      metrics: metricsServer?.address ?? 'off',
     },
-    `Remessa is serving; storage: ${services.blobs.description}`,
+    // The portal's address first: it is what a new user opens next.
+    `Remessa is serving the portal at ${new URL(config.portalPath, config.baseUrl).href} and the API at ${config.baseUrl}; storage: ${services.blobs.description}`,
   );
   const workers = new Map(services.jobs.map((job) => [job.name, new PeriodicWorker(job, log)]));
   if (opts.startWorkers !== false) for (const w of workers.values()) w.start();
@@ -62,6 +74,7 @@ export async function startServer(
       if (closed) return;
       closed = true;
       await Promise.all([...workers.values()].map((w) => w.stop()));
+      await metricsServer?.close();
       await app.close();
       await services.close();
     },

@@ -20,6 +20,8 @@ import { NotificationService } from './notify/notification-service.js';
 import { OutboxStore } from './notify/outbox-store.js';
 import { Templates } from './notify/templates.js';
 import { transportsFrom } from './notify/transports.js';
+import { Metrics } from './ops/metrics.js';
+import { Readiness } from './ops/readiness.js';
 import { Keys, loadOrCreateSecret } from './security/keys.js';
 import { RateCounter } from './security/rate-counter.js';
 import type { BlobStore } from './storage/blob-store.js';
@@ -64,6 +66,10 @@ export interface Services {
   tracking: DeliveryTracker;
   /** Webhook subscriptions; events are made from audit rows (issue 16). */
   webhooks: WebhookService;
+  /** What GET {base}/readyz checks: the database and the blob store answer (issue 15). */
+  readiness: Readiness;
+  /** Prometheus series (issue 15); served only when REMESSA_METRICS_PORT is set. */
+  metrics: Metrics;
   /** Resumable (tus) uploads (issue 14). */
   uploads: UploadService;
   /** Jobs `remessa serve` runs in the background (each domain adds its own). */
@@ -107,6 +113,8 @@ async function assemble(
   const { db } = database;
   const keys = new Keys(loadOrCreateSecret(config.dataDir, config.secret));
   const audit = new AuditLog(db, clock, database.commits);
+  const metrics = new Metrics({ db, clock, poolStats: database.poolStats });
+  audit.tap(async (_db, entry) => metrics.onAudit(entry));
   const userStore = new UserStore(db);
   const users = new UserService(userStore, audit, clock, {
     defaultLang: config.lang,
@@ -223,7 +231,7 @@ async function assemble(
     { name: 'prune-rate-limits', intervalMs: 60 * 60 * 1000, run: () => rateCounter.prune() },
     new FileSweeper(files, fileStore, blobs, reconciler, audit, clock, log, config.sweepSeconds * 1000),
     notify.job(),
-  ];
+  ].map((job) => metrics.instrument(job));
   return {
     config,
     log,
@@ -244,6 +252,8 @@ async function assemble(
     recipients,
     tracking,
     webhooks,
+    readiness: new Readiness({ db, blobs }),
+    metrics,
     uploads,
     jobs,
     async close() {

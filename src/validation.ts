@@ -1,25 +1,12 @@
 // Value rules shared by the CLI, the API and the portal (DESIGN §3, §5).
 import { LANGS, type Lang } from './config.js';
 import { badRequest } from './errors.js';
+import { isEmail, listItems, normalizeMobile, USER_NAME } from './validation-rules.js';
 
-export const USER_NAME = /^[A-Za-z0-9._@-]{1,64}$/;
-// Deliberately plain: one @, no spaces, a dotted domain. Full RFC 5322 is not what users type.
-const EMAIL =
-  /^[^\s@<>(),;:"\\[\]]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/;
-// E.164-like: optional +, 8 to 15 digits; spaces, dots, dashes and parentheses are dropped first.
-const MOBILE = /^\+?[1-9]\d{7,14}$/;
+export { isEmail, normalizeMobile, USER_NAME };
 
 export function isUserName(v: string): boolean {
   return USER_NAME.test(v);
-}
-
-export function isEmail(v: string): boolean {
-  return v.length <= 254 && EMAIL.test(v);
-}
-
-export function normalizeMobile(v: string): string | null {
-  const compact = v.replace(/[\s().-]/g, '');
-  return MOBILE.test(compact) ? compact : null;
 }
 
 export function isLang(v: string): v is Lang {
@@ -28,20 +15,14 @@ export function isLang(v: string): v is Lang {
 
 /** Splits "a@x.com, b@y.com; c@z.com" into addresses; any invalid entry rejects the whole list. */
 export function parseEmailList(raw: string): string[] {
-  const items = raw
-    .split(/[,;]/)
-    .map((s) => s.trim())
-    .filter(Boolean);
+  const items = listItems(raw);
   if (items.length === 0) throw badRequest('m: no e-mail address given');
   for (const item of items) if (!isEmail(item)) throw badRequest(`m: invalid e-mail address "${item}"`);
   return [...new Set(items.map((e) => e.toLowerCase()))];
 }
 
 export function parseMobileList(raw: string): string[] {
-  const items = raw
-    .split(/[,;]/)
-    .map((s) => s.trim())
-    .filter(Boolean);
+  const items = listItems(raw);
   if (items.length === 0) throw badRequest('c: no mobile number given');
   return [
     ...new Set(

@@ -1,7 +1,7 @@
 // The `remessa` command line, run as a user runs it (`node bin/remessa.js …`, `npx remessa`), with
 // a real server sharing the same data dir to prove that what the CLI does is what the API sees.
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -33,7 +33,11 @@ describe('remessa CLI', () => {
   async function listUsers(): Promise<Record<string, unknown>[]> {
     const r = await remessa(['user', 'list', '--json']);
     assert.equal(r.code, 0, r.stderr);
-    return JSON.parse(r.stdout) as Record<string, unknown>[];
+    // JSON lines: one user a line.
+    return r.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
   }
 
   /** The stored row, read by the running server from the data dir the CLI writes to. */
@@ -101,11 +105,27 @@ describe('remessa CLI', () => {
     assert.match(String(u1['created']), /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
   });
 
-  test('user list without --json prints a table', async () => {
+  test('user list without --json prints an aligned table', async () => {
     const r = await remessa(['user', 'list']);
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /USER1/);
-    assert.match(r.stdout, /u1@example\.com/);
+    const lines = r.stdout.trimEnd().split('\n');
+    assert.match(lines[0]!, /^NAME +E-MAIL +MOBILE +LANG +STATE +CREATED$/);
+    const row = lines.find((l) => l.startsWith('USER1 '))!;
+    assert.match(row, /^USER1 +u1@example\.com +- +pt +enabled +\d{4}-/);
+    // Every column starts where its header does.
+    for (const header of ['E-MAIL', 'LANG', 'CREATED']) {
+      const at = lines[0]!.indexOf(header);
+      for (const l of lines.slice(1)) assert.notEqual(l[at - 1], undefined, l);
+      for (const l of lines.slice(1)) assert.equal(l[at - 1], ' ', `${header} in ${l}`);
+    }
+  });
+
+  test('user list --json prints JSON lines, like audit and outbox', async () => {
+    const r = await remessa(['user', 'list', '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    const lines = r.stdout.trimEnd().split('\n');
+    assert.ok(lines.length >= 1);
+    for (const l of lines) assert.equal(typeof (JSON.parse(l) as { name: string }).name, 'string');
   });
 
   test('user set changes e-mail, mobile and language', async () => {
@@ -338,7 +358,10 @@ describe('remessa CLI', () => {
   test('audit without --json prints one readable line per event', async () => {
     const r = await remessa(['audit', '--user', 'USER1', '--event', 'user.created']);
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /^\d{4}-\d{2}-\d{2}T\S+Z {2}user\.created {6}USER1 {2}- {2}cli\n$/);
+    assert.match(
+      r.stdout,
+      /^TIME +EVENT +USER +REMOTE +FILE +DETAIL\n\d{4}-\d{2}-\d{2}T\S+Z {2}user\.created {2}USER1 {2}- {7}- {5}cli\n$/,
+    );
   });
 
   test('passwords never appear in the CLI output or the server log', async () => {
@@ -372,6 +395,27 @@ describe('remessa launcher', () => {
     });
     assert.equal(r.code, 2);
     assert.match(r.stderr, /^remessa: configuration error: REMESSA_LANG must be one of pt, en, es/);
+  });
+
+  test('--version prints the package version; --help names the data directory and config', async () => {
+    const pkg = JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    const v = await run(process.execPath, ['bin/remessa.js', '--version'], { env: {} });
+    assert.equal(v.code, 0);
+    assert.equal(v.stdout, `${pkg.version}\n`);
+    const dir = path.join(tmpdir(), 'remessa-help-dir');
+    const h = await run(process.execPath, ['bin/remessa.js', '--help'], {
+      env: { REMESSA_DATA_DIR: dir, REMESSA_CONFIG: '' },
+    });
+    assert.equal(h.code, 0, h.stderr);
+    assert.match(h.stdout, new RegExp(`data directory \\(REMESSA_DATA_DIR\\): ${dir}\n`));
+    assert.match(h.stdout, /config file \(REMESSA_CONFIG\): \(none\)\n/);
+    assert.match(h.stdout, new RegExp(`database: SQLite ${dir}/remessa\\.db\n`));
+    // Every option of every command says what it does.
+    for (const cmd of [['user', 'add'], ['user', 'set'], ['audit'], ['outbox', 'list'], ['webhook', 'add']]) {
+      const help = await run(process.execPath, ['bin/remessa.js', ...cmd, '--help'], { env: {} });
+      for (const line of help.stdout.split('\n').filter((l) => /^ {2}-/.test(l)))
+        assert.match(line, /^ {2}\S.*\S {2,}\S/, `${cmd.join(' ')}: "${line}" has no description`);
+    }
   });
 
   test('an unknown command fails with help', async () => {

@@ -119,10 +119,10 @@ describe('portal end-to-end flows (files + recipients + recovery)', { skip: brow
     assert.equal(await alice.getByRole('button', { name: 'Copy link' }).count(), 2);
     await screenshot(alice, 'flows-send-done');
 
-    // bob (the destination) finds both in Received and downloads without any code.
+    // bob (the destination) finds both in My files and downloads without any code.
     const { page: bob } = await open(`${t.origin}/?lang=en`);
     await signIn(bob, 'bob', 'bob-password');
-    await bob.getByRole('navigation').getByRole('link', { name: 'Received' }).click();
+    await bob.getByRole('navigation').getByRole('link', { name: 'My files' }).click();
     const dl = bob.waitForEvent('download');
     await bob.getByRole('link', { name: /^Download hello\.txt/ }).click();
     assert.deepEqual(await bytesOf(await dl), hello);

@@ -1,4 +1,4 @@
-// Delivery tracking in the portal (issue 16), in Debian's Chromium: on the sender's Received list a
+// Delivery tracking in the portal (issue 16), in Debian's Chromium: on the sender's My files list a
 // recipient goes from waiting to sent to downloaded, a failed SMS shows why, and "Resend" sends it
 // again successfully. Real SMTP and SMS peers; screenshots under test-results/portal/.
 import assert from 'node:assert/strict';
@@ -71,7 +71,7 @@ describe('portal: delivery tracking on the sender’s list', { skip: browserSkip
     await page.getByLabel('Username').fill('alice');
     await page.getByLabel('Password', { exact: true }).fill('alice-password');
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('navigation').getByRole('link', { name: 'Received' }).click();
+    await page.getByRole('navigation').getByRole('link', { name: 'My files' }).click();
 
     const bob = line(page, 'b***@example.com (e-mail)');
     const phone = line(page, '+55*******0000 (SMS)');

@@ -561,7 +561,9 @@ describe('webhooks: the CLI', () => {
     assert.equal(list.code, 0);
     assert.match(
       list.stdout,
-      new RegExp(`^ +${hook.id}  erin  ${receiver.url}/erin  file\\.uploaded  enabled\\n$`),
+      new RegExp(
+        `^ID +USER +URL +EVENTS +STATE\\n${hook.id} +erin +${receiver.url}/erin +file\\.uploaded +enabled\\n$`,
+      ),
     );
     assert.ok(!list.stdout.includes(hook.secret));
 

@@ -14,6 +14,8 @@ export type Db = Kysely<Database>;
 export interface OpenDatabase {
   db: Db;
   dialect: Dialect;
+  /** PostgreSQL: connections of the pool by state (metrics); null for SQLite, which has none. */
+  poolStats(): { total: number; idle: number; waiting: number } | null;
   /** Small writes of many requests in one transaction (audit rows, counters, upload rows). */
   commits: GroupCommit;
   close(): Promise<void>;
@@ -25,6 +27,7 @@ export async function openDatabase(
 ): Promise<OpenDatabase> {
   let db: Db;
   let dialect: Dialect;
+  let poolStats: OpenDatabase['poolStats'] = () => null;
   if (config.databaseUrl) {
     dialect = 'postgres';
     // Loaded only for PostgreSQL: the embedded default need not carry the driver.
@@ -36,6 +39,11 @@ export async function openDatabase(
     // pool; unhandled it would crash the process. The pool discards that client and the next query
     // opens a fresh one.
     pool.on('error', (err) => onPoolError?.(err));
+    // A client checked out when the connection drops emits 'error' too, and the pool listens only
+    // to idle ones: unhandled, a PostgreSQL restart in the middle of a query killed the process.
+    // The query itself fails with the same error, so the request gets its 500.
+    pool.on('connect', (client) => client.on('error', (err) => onPoolError?.(err)));
+    poolStats = () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount });
     db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   } else {
     dialect = 'sqlite';
@@ -58,7 +66,7 @@ export async function openDatabase(
   // One batch at a time: SQLite has one connection anyway, and on PostgreSQL two batches could
   // take uploads' area locks in opposite orders (a deadlock, found only after deadlock_timeout).
   const commits = new GroupCommit(db, { concurrency: 1 });
-  return { db, dialect, commits, close: () => db.destroy() };
+  return { db, dialect, poolStats, commits, close: () => db.destroy() };
 }
 
 /**

@@ -1,6 +1,8 @@
 // Builds the Fastify application: parsers, hooks, the error mapping and every domain's routes.
 import formbody from '@fastify/formbody';
 import rateLimit, { normalizeIP } from '@fastify/rate-limit';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, {
   type FastifyBaseLogger,
@@ -14,16 +16,18 @@ import { AppError, type ErrorStatus, isOutOfSpace, outOfSpace, STATUS_TEXT } fro
 import { redactUrl } from '../logger.js';
 import type { Services } from '../services.js';
 import { limitBodyTime, limitConnectionsPerAddress, rawErrorResponse } from './connection-limits.js';
-import { errorEnvelope, oauthError } from './presenters.js';
+import { APIVER, errorEnvelope, oauthError } from './presenters.js';
 import { databaseRateLimitStore } from './rate-limit-store.js';
 import { authRoutes } from './routes/auth.js';
 import { deliveryRoutes } from './routes/delivery.js';
 import { fileRoutes } from './routes/files.js';
+import { healthRoutes } from './routes/health.js';
 import { portalRoutes } from './routes/portal.js';
 import { recoveryRoutes } from './routes/recovery.js';
 import { secureLinkRoutes } from './routes/secure-links.js';
 import { uploadRoutes } from './routes/uploads.js';
 import { webhookRoutes } from './routes/webhooks.js';
+import { COMPONENTS } from './schemas.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -32,6 +36,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Errors on this route are OAuth error objects instead of envelopes (token endpoint). */
     oauth?: boolean;
+    /** Probes (healthz, readyz): their access-log lines go at debug level, not info. */
+    quietLog?: boolean;
   }
 }
 
@@ -61,6 +67,10 @@ export function sendError(
   detail?: string,
 ) {
   const { baseUrl } = request.server.services.config;
+  // A download that failed after its headers were prepared (a damaged file found by the hash
+  // check) must not answer the envelope under the file's type, length and name: the client got
+  // `{}` cut to the file's Content-Length. (Found by the response check of issue 15.)
+  for (const name of ['content-length', 'content-type', 'content-disposition']) reply.removeHeader(name);
   if (request.routeOptions.config?.oauth) {
     return reply
       .code(status)
@@ -71,7 +81,38 @@ export function sendError(
   return reply.code(status).send(errorEnvelope(status, detail));
 }
 
-export async function buildApp(services: Services): Promise<FastifyInstance> {
+/** What a test sees of every response (test/helpers/server.ts checks it against its schema). */
+export interface SentResponse {
+  /** The route's template, or undefined when no route matched (404, 405). */
+  route: string | undefined;
+  schema: FastifyRequest['routeOptions']['schema'];
+  method: string;
+  status: number;
+  contentType: string | undefined;
+  payload: unknown;
+}
+
+export interface AppOptions {
+  /** Tests: called with every response before it is sent. */
+  onResponseSent?: (response: SentResponse) => void;
+}
+
+// The API's own Content-Security-Policy for Swagger UI: scripts, styles and images from the
+// package (served by us, no CDN), the document fetched from the same origin, nothing inline but
+// the one <style> element Swagger UI's bundle adds, allowed by its hash (a new Swagger UI with
+// another one shows up as a CSP violation in test/openapi.test.ts).
+const DOCS_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self' 'sha256-RL3ie0nH+Lzz2YNqQN83mnU0J1ot4QL7b99vMdIX99w='",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "form-action 'self'",
+  "base-uri 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+export async function buildApp(services: Services, opts: AppOptions = {}): Promise<FastifyInstance> {
   const { config, log } = services;
   const app = Fastify({
     loggerInstance: log as FastifyBaseLogger,
@@ -130,7 +171,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
 
   // One access-log line per request, with secrets in the query string redacted.
   app.addHook('onResponse', async (request, reply) => {
-    request.log.info(
+    const level = request.routeOptions.config?.quietLog ? 'debug' : 'info';
+    request.log[level](
       {
         method: request.method,
         url: redactUrl(request.url),
@@ -139,6 +181,13 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
         remote: request.ip,
       },
       'request',
+    );
+    // The route's template, never the raw URL: label values stay bounded (src/ops/metrics.ts).
+    services.metrics.observeRequest(
+      request.routeOptions.url ?? null,
+      request.method,
+      reply.statusCode,
+      reply.elapsedTime / 1000,
     );
   });
 
@@ -178,6 +227,73 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       new AppError(429, `rate limit: retry in ${Math.ceil(ctx.ttl / 1000)}s`),
   });
 
+  // Response schemas document the API (openapi.json) and let the tests check every response; they
+  // never serialize. Fastify's schema serializer orders and drops keys, and the interface's bytes
+  // are the presenters' (src/http/schemas.ts).
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  for (const schema of COMPONENTS) app.addSchema(schema);
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Remessa',
+        version: APIVER.replace(/^v1 \((.*)\)$/, '$1'),
+        description:
+          'Managed file transfer: upload over REST, announce secure links by e-mail or SMS, download with a PIN. ' +
+          "Paths are relative to {base_url}. Every response except the token endpoint's is a JSON envelope; " +
+          'the token endpoint answers the token object or an OAuth error object. Endpoints marked (ext) extend the interface.',
+      },
+      servers: [{ url: config.baseUrl }],
+      components: {
+        securitySchemes: {
+          basic: {
+            type: 'http',
+            scheme: 'basic',
+            description: 'HTTP Basic with the platform user name and password.',
+          },
+          bearer: {
+            type: 'http',
+            scheme: 'bearer',
+            bearerFormat: 'JWT',
+            description: 'A token from POST /oauth2/token or POST /auth/login.',
+          },
+        },
+      },
+    },
+    // Only the API's routes (they carry tags): not the portal's pages, assets or these docs.
+    hideUntagged: true,
+    // Paths relative to {base_url}, as the interface writes them.
+    transform: ({ schema, url }) => ({
+      schema: schema as never,
+      url: url.startsWith(`${config.apiPath}/`) ? url.slice(config.apiPath.length) : url,
+    }),
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json['$id'] ?? `def-${i}`) },
+  });
+  await app.register(swaggerUi, {
+    routePrefix: `${config.apiPath}/docs`,
+    staticCSP: DOCS_CSP,
+    uiConfig: { url: `${config.apiPath}/openapi.json`, deepLinking: false },
+  });
+  app.get(`${config.apiPath}/openapi.json`, { schema: { hide: true } }, async (_request, reply) =>
+    reply.header('Cache-Control', 'no-cache').send(app.swagger()),
+  );
+
+  if (opts.onResponseSent) {
+    const seen = opts.onResponseSent;
+    app.addHook('onSend', async (request, reply, payload) => {
+      const type = reply.getHeader('content-type');
+      seen({
+        route: request.routeOptions.url,
+        schema: request.routeOptions.schema,
+        method: request.method,
+        status: reply.statusCode,
+        contentType: typeof type === 'string' ? type : undefined,
+        payload,
+      });
+      return payload;
+    });
+  }
+
   app.setErrorHandler((raw: FastifyError | AppError, request, reply) => {
     // A full disk or database is the one 5xx a client can act on: retry later (docs/security.md).
     const err = isOutOfSpace(raw) ? outOfSpace() : raw;
@@ -216,6 +332,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       await api.register(deliveryRoutes);
       await api.register(webhookRoutes);
       await api.register(uploadRoutes);
+      await api.register(healthRoutes);
     },
     { prefix: config.apiPath },
   );

@@ -21,7 +21,8 @@ export type Handler =
   | 'handlerAuthLogin'
   | 'handlerAuthForget'
   | 'handlerAuthLogout'
-  | 'handlerWebhooks';
+  | 'handlerWebhooks'
+  | 'handlerHealth';
 
 export function successEnvelope<T extends object>(handler: Handler, user: string | null, extra: T) {
   const base: Envelope = {

@@ -12,7 +12,7 @@ export interface Run {
 }
 
 /** The environment of the test process without any REMESSA_* setting of its own. */
-function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('REMESSA_')) env[k] = v;
   return { ...env, ...extra };
@@ -21,10 +21,10 @@ function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
 export function run(
   command: string,
   args: string[],
-  opts: { env: Record<string, string>; stdin?: string },
+  opts: { env: Record<string, string>; stdin?: string; cwd?: string },
 ): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: ROOT, env: cleanEnv(opts.env), stdio: 'pipe' });
+    const child = spawn(command, args, { cwd: opts.cwd ?? ROOT, env: cleanEnv(opts.env), stdio: 'pipe' });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => {

@@ -1,7 +1,8 @@
 // Real peers for notification tests: an SMTP server (smtp-server) whose messages are parsed with
-// mailparser, and a plain HTTP server standing in for the SMS provider.
+// mailparser, and a plain HTTP server standing in for the SMS provider. And a TCP proxy a test can
+// stop and start, to take a shared service (PostgreSQL, the S3 gateway) away from one server only.
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, connect, createServer as createTcpServer, type Socket } from 'node:net';
 import { type ParsedMail, simpleParser } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
 
@@ -176,3 +177,54 @@ export async function eventually<T>(
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A TCP proxy in front of host:port on a fixed local port. stop() refuses new connections and cuts
+ * the open ones, as a stopped service would; start() listens on the same port again.
+ */
+export class TcpProxy {
+  private readonly sockets = new Set<Socket>();
+  private readonly server = createTcpServer((client) => {
+    const upstream = connect(this.port, this.host);
+    for (const s of [client, upstream]) {
+      this.sockets.add(s);
+      s.on('close', () => this.sockets.delete(s));
+      s.on('error', () => {
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  listenPort = 0;
+
+  constructor(
+    private readonly host: string,
+    private readonly port: number,
+  ) {}
+
+  get address(): string {
+    return `127.0.0.1:${this.listenPort}`;
+  }
+
+  start(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(this.listenPort, '127.0.0.1', () => {
+        this.server.off('error', reject);
+        this.listenPort = (this.server.address() as AddressInfo).port;
+        resolve();
+      });
+    });
+  }
+
+  stop(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    this.sockets.clear();
+    return new Promise((resolve) => (this.server.listening ? this.server.close(() => resolve()) : resolve()));
+  }
+
+  close(): Promise<void> {
+    return this.stop();
+  }
+}

@@ -9,10 +9,12 @@ import { Writable } from 'node:stream';
 import { OffsetClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import type { UserRow } from '../../src/db/schema.js';
+import { ErrorEnvelope } from '../../src/http/schemas.js';
 import { createLogger } from '../../src/logger.js';
 import { type RunningServer, startServer } from '../../src/server.js';
 import type { BlobStore } from '../../src/storage/blob-store.js';
 import { eventually } from './peers.js';
+import { CHECK_RESPONSES, responseProblem } from './responses.js';
 
 export interface TestServer {
   /** {base_url}, e.g. http://127.0.0.1:40123/v1 */
@@ -30,6 +32,10 @@ export interface TestServer {
   server: RunningServer;
   logs: string[];
   env: Record<string, string>;
+  /** Responses that did not match their documented schema (close() fails with them). */
+  responseProblems: string[];
+  /** How many responses were checked. */
+  responsesChecked(): number;
   /** Creates a user directly through the service layer. */
   createUser(
     name: string,
@@ -101,6 +107,8 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
     },
   });
   const clock = new OffsetClock();
+  const responseProblems: string[] = [];
+  let checked = 0;
   // The base URL names the port, so it is picked before the server binds it, and another process
   // can take it in between (every client connection of the tests draws from the same range):
   // then the server is started again on another one.
@@ -121,6 +129,14 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
       clock,
       startWorkers: opts.startWorkers,
       blobStore: opts.blobStore,
+      // Every response is checked against openapi.json's schemas (test/helpers/responses.ts).
+      ...(CHECK_RESPONSES && {
+        onResponseSent: (r) => {
+          checked++;
+          const problem = responseProblem(r, config.apiPath);
+          if (problem) responseProblems.push(problem);
+        },
+      }),
     });
     return { origin, env, config, server };
   };
@@ -156,6 +172,8 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
     server,
     logs,
     env,
+    responseProblems,
+    responsesChecked: () => checked,
     createUser: (name, password, fields = {}) =>
       server.services.users.create(
         name,
@@ -165,6 +183,11 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
     async close() {
       await server.close();
       if (ownDir) await rm(dataDir, { recursive: true, force: true });
+      if (responseProblems.length > 0) {
+        throw new Error(
+          `responses that do not match openapi.json (src/http/schemas.ts):\n${[...new Set(responseProblems)].join('\n')}`,
+        );
+      }
     },
   };
 }
@@ -194,7 +217,8 @@ export const GO_TIME =
   /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{6} [+-]\d{4} (?:[A-Z]{2,5}|[+-]\d{2}(?:\d{2})?) m=\+\d+\.\d{9}$/;
 export const APIVER = /^v1 \(\d+\.\d+\.\d+\)$/;
 
-export const ERROR_KEYS = ['apiver', 'description', 'status', 'time'];
+/** The keys every error envelope has: those openapi.json's ErrorEnvelope requires. */
+export const ERROR_KEYS = [...ErrorEnvelope.required].sort();
 /** Keys of an error envelope, ignoring the optional `detail`. */
 export function errorKeys(body: Record<string, unknown>): string[] {
   return Object.keys(body)

@@ -6,6 +6,28 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { badRequest } from '../../errors.js';
 import { successEnvelope } from '../presenters.js';
+import { errors, json, successExample } from '../schemas.js';
+
+const statusExample = successExample('handlerDownloadList', 'USER1', {
+  id: 1,
+  name: 'report.pdf',
+  recipients: [
+    {
+      id: 7,
+      address: 'a***@example.com',
+      channel: 'email',
+      status: 'sent',
+      reason: null,
+      attempts: 1,
+      lastAttempt: 1655159873000,
+      downloads: { count: 1, complete: true, first: 1655160000000, last: 1655160000000 },
+    },
+  ],
+});
+const ownerErrors = errors({
+  400: 'Missing k, or a recipient link.',
+  401: 'Unknown, revoked or retired link.',
+});
 
 const StatusQuery = Type.Object({
   k: Type.Optional(Type.String({ maxLength: 512 })),
@@ -31,7 +53,15 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/download/status',
-    { schema: { querystring: StatusQuery }, config: limit },
+    {
+      schema: {
+        tags: ['delivery'],
+        summary: "(ext) Who was told about a file, and whether they downloaded it (the owner's link token)",
+        querystring: StatusQuery,
+        response: { 200: json('DeliveryStatus', 'Recipients of the file.', statusExample), ...ownerErrors },
+      },
+      config: limit,
+    },
     async (request, reply) => {
       const { file } = await tracking.byOwnerToken(request.query.k);
       const { owner, recipients: list } = await statusOf(file.id, file.owner_id);
@@ -45,7 +75,23 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.post(
     '/download/resend',
-    { schema: { querystring: ResendQuery }, config: limit },
+    {
+      schema: {
+        tags: ['delivery'],
+        summary: "(ext) Send one recipient's message again",
+        querystring: ResendQuery,
+        response: {
+          200: json('DeliveryStatus', 'Sent again; the recipients now.', statusExample),
+          ...ownerErrors,
+          ...errors({
+            404: 'Not a recipient of this file.',
+            409: 'The previous message is still pending.',
+            429: 'Within 60 s of the last one.',
+          }),
+        },
+      },
+      config: limit,
+    },
     async (request, reply) => {
       const owned = await tracking.byOwnerToken(request.query.k);
       if (!request.query.to?.trim()) throw badRequest('to: recipient required');

@@ -16,6 +16,14 @@ import { sendStoredFile } from '../download-response.js';
 import { fileEntry } from '../file-entry.js';
 import { successEnvelope } from '../presenters.js';
 import { detachedBody, discardRestOfBody } from '../request-body.js';
+import {
+  BASIC_OR_BEARER,
+  contentTypeHeader,
+  errors,
+  fileEntryExample,
+  json,
+  successExample,
+} from '../schemas.js';
 
 const UploadQuery = Type.Object({
   file: Type.Optional(Type.String({ maxLength: 1024 })),
@@ -50,6 +58,30 @@ function malformed(err: unknown): Error {
   if (status !== undefined && status >= 400 && status < 500) return err as Error;
   return badRequest(`malformed multipart body: ${(err as Error).message}`);
 }
+
+const downloadList = (why: string) =>
+  json('DownloadList', why, successExample('handlerDownloadList', 'USER1', { files: [fileEntryExample] }));
+
+/** The bytes of a download: the file's own media type. */
+const bytesResponse = (description: string) => ({
+  description,
+  content: { '*/*': { schema: { type: 'string', format: 'binary' } } },
+});
+
+const downloadResponses = {
+  200: bytesResponse(
+    'The file (Content-Disposition names it). The interface documents this as a Download list; the bytes are what is sent.',
+  ),
+  206: bytesResponse('One byte range (Range).'),
+  304: { description: 'Not modified (If-None-Match / If-Modified-Since).', type: 'null' },
+  ...errors({
+    400: 'Missing token.',
+    401: 'Unknown, expired or revoked token.',
+    403: 'A recipient link without the right PIN, or a locked link.',
+    416: 'Range not satisfiable.',
+    500: 'Internal failure (or the stored contents are damaged).',
+  }),
+};
 
 export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { files, config, notify, secureLinks, tracking } = app.services;
@@ -114,7 +146,26 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/upload',
     {
-      schema: { querystring: UploadQuery },
+      schema: {
+        tags: ['files'],
+        summary: "Upload files to your area or another user's, optionally announced to recipients",
+        description:
+          'Body: multipart/form-data (any part name; each file part is stored under its filename) or ' +
+          'application/octet-stream (named by `file`). Every parameter is checked before a byte of the body is read.',
+        security: BASIC_OR_BEARER,
+        consumes: ['multipart/form-data', 'application/octet-stream'],
+        headers: contentTypeHeader('multipart/form-data'),
+        querystring: UploadQuery,
+        response: {
+          200: downloadList('Download list of the stored files.'),
+          ...errors({
+            400: 'Invalid parameters or body.',
+            401: 'User does not exist or password invalid.',
+            413: 'Larger than REMESSA_MAX_FILE_SIZE.',
+            500: 'Internal failure.',
+          }),
+        },
+      },
       preHandler: requireUser,
       bodyLimit: config.maxFileSize,
       config: { streamingBody: true },
@@ -176,7 +227,12 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
     method: ['GET', 'HEAD'],
     url: '/download/file',
     exposeHeadRoute: false,
-    schema: { querystring: DownloadQuery },
+    schema: {
+      tags: ['files'],
+      summary: 'Download a file by its link token (browsers get the landing page)',
+      querystring: DownloadQuery,
+      response: downloadResponses,
+    },
     handler: async (request, reply) => {
       const found = await files.resolve(request.query.k, 'area');
       await secureLinks.gate(found, request.query.p, 'area', request.ip);
@@ -189,7 +245,12 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
     method: ['GET', 'HEAD'],
     url: '/download/file/backup',
     exposeHeadRoute: false,
-    schema: { querystring: BackupQuery },
+    schema: {
+      tags: ['files'],
+      summary: 'Download a file from the backup area',
+      querystring: BackupQuery,
+      response: downloadResponses,
+    },
     handler: async (request, reply) => {
       const found = await files.resolve(request.query.z, 'backup');
       await secureLinks.gate(found, undefined, 'backup', request.ip);
@@ -202,7 +263,17 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
     ['/download/list', 'area'],
     ['/download/list/backup', 'backup'],
   ] as const) {
-    app.get(path, { schema: { querystring: ListQuery }, preHandler: requireUser }, async (request) => {
+    const schema = {
+      tags: ['files'],
+      summary: `(ext) List your ${area === 'area' ? 'area' : 'backup area'}, 100 entries a page`,
+      security: BASIC_OR_BEARER,
+      querystring: ListQuery,
+      response: {
+        200: downloadList('One page of files, oldest first.'),
+        ...errors({ 400: 'Missing or invalid page.', 401: 'User does not exist or password invalid.' }),
+      },
+    };
+    app.get(path, { schema, preHandler: requireUser }, async (request) => {
       const user = currentUser(request);
       const page = Number(request.query.page);
       const rows = await files.list(user, area, page);

@@ -163,8 +163,13 @@ export async function portalRoutes(app: FastifyInstance): Promise<void> {
   );
 
   // The signed-in user's language, so the portal can speak it (DESIGN: lang query → user → browser).
-  app.get(`${config.portalPath}portal/me`, { preHandler: requireBearer }, async (request, reply) => {
-    const user = currentUser(request);
-    return reply.header('Cache-Control', 'no-store').send({ user: user.name, lang: user.lang });
-  });
+  // Not part of the API at {base_url}: left out of openapi.json.
+  app.get(
+    `${config.portalPath}portal/me`,
+    { schema: { hide: true }, preHandler: requireBearer },
+    async (request, reply) => {
+      const user = currentUser(request);
+      return reply.header('Cache-Control', 'no-store').send({ user: user.name, lang: user.lang });
+    },
+  );
 }

@@ -6,6 +6,13 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { badRequest } from '../../errors.js';
 import { successEnvelope } from '../presenters.js';
+import { contentTypeHeader, EXAMPLE_BASE, errors, json, successExample } from '../schemas.js';
+
+const linkResult = json(
+  'LinkResult',
+  'Password-change link result.',
+  successExample('handlerAuthForget', 'USER1', { linkURL: `${EXAMPLE_BASE}/auth/change?lang=pt&k=…` }),
+);
 
 const Field = Type.String({ maxLength: 2048 });
 const ChangeFields = Type.Object({
@@ -26,7 +33,25 @@ export const recoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
     ['/auth/forget', 'forget'],
     ['/auth/firstaccess', 'firstaccess'],
   ] as const) {
-    app.get(url, { schema: { querystring: UserQuery }, config: limit }, async (request, reply) => {
+    const schema = {
+      tags: ['auth'],
+      summary:
+        purpose === 'forget'
+          ? `${url === '/auth/forget' ? '(ext) Alias of forgetParameters' : 'E-mail a PIN and a password-change link'}`
+          : '(ext) First access: e-mail a PIN and a link to set the first password',
+      headers: contentTypeHeader('application/json'),
+      querystring: UserQuery,
+      response: {
+        200: linkResult,
+        ...errors({
+          400: 'Missing u.',
+          401: 'Unknown user.',
+          403: purpose === 'forget' ? 'Disabled user, or no e-mail on record.' : 'Not in first-access state.',
+          500: 'Internal failure.',
+        }),
+      },
+    };
+    app.get(url, { schema, config: limit }, async (request, reply) => {
       const name = request.query.u?.trim();
       if (!name) throw badRequest('u (user name) is required');
       const { user, linkURL } = await recovery.issueLink(name, purpose, request.ip);
@@ -38,7 +63,25 @@ export const recoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.post(
     '/auth/changeParameters',
-    { schema: { querystring: ChangeFields }, config: limit },
+    {
+      schema: {
+        tags: ['auth'],
+        summary: 'Change the password (k alone: e-mail a fresh PIN)',
+        description: 'k, p and z may also come in a JSON or form body, which wins over the query string.',
+        headers: contentTypeHeader('application/json'),
+        querystring: ChangeFields,
+        response: {
+          200: linkResult,
+          ...errors({
+            400: 'Missing k, p without z, or a password the policy refuses.',
+            401: 'Unknown, expired or used k.',
+            403: 'Wrong or expired PIN.',
+            500: 'Internal failure.',
+          }),
+        },
+      },
+      config: limit,
+    },
     async (request, reply) => {
       const body = bodyFields(request.body);
       const q = request.query;

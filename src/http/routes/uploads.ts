@@ -13,6 +13,25 @@ import type { Checksum, UploadMetadata } from '../../uploads/upload-service.js';
 import { currentUser, requireUser } from '../auth-hooks.js';
 import { fileEntry } from '../file-entry.js';
 import { successEnvelope } from '../presenters.js';
+import { BASIC_OR_BEARER, errors, fileEntryExample, json, successExample } from '../schemas.js';
+
+// openapi.json (issue 15): the tus protocol's answers carry headers, not bodies; errors are envelopes.
+const tusErrors = errors({
+  400: 'Bad Upload-Length, Upload-Metadata or Upload-Offset.',
+  401: 'No or wrong credentials.',
+  404: 'No such upload (or not yours).',
+  409: 'Upload-Offset does not match what the server has.',
+  412: 'Tus-Resumable is not 1.0.0.',
+  413: 'Larger than REMESSA_MAX_FILE_SIZE.',
+});
+const noBody = (description: string) => ({ description, type: 'null' });
+const tusDoc = (summary: string, response: Record<string, unknown>, auth = true) => ({
+  tags: ['uploads'],
+  summary: `(ext) ${summary}`,
+  ...(auth ? { security: BASIC_OR_BEARER } : {}),
+  response,
+});
+
 import { bodyEndedEarly, discardRestOfBody } from '../request-body.js';
 
 const TUS_VERSION = '1.0.0';
@@ -122,21 +141,41 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
     }
   }
 
-  app.options('/uploads', async (_request, reply) => {
-    reply
-      .code(204)
-      .header('Tus-Version', TUS_VERSION)
-      .header('Tus-Extension', EXTENSIONS)
-      .header('Tus-Max-Size', String(config.maxFileSize))
-      .header('Tus-Checksum-Algorithm', 'sha256');
-  });
-  app.options('/uploads/:id', async (_request, reply) => {
-    reply.code(204).header('Tus-Version', TUS_VERSION).header('Tus-Extension', EXTENSIONS);
-  });
+  app.options(
+    '/uploads',
+    {
+      schema: tusDoc(
+        'tus: what this server supports',
+        { 204: noBody('Tus-Version, Tus-Extension, Tus-Max-Size.') },
+        false,
+      ),
+    },
+    async (_request, reply) => {
+      reply
+        .code(204)
+        .header('Tus-Version', TUS_VERSION)
+        .header('Tus-Extension', EXTENSIONS)
+        .header('Tus-Max-Size', String(config.maxFileSize))
+        .header('Tus-Checksum-Algorithm', 'sha256');
+    },
+  );
+  app.options(
+    '/uploads/:id',
+    {
+      schema: tusDoc('tus: what this server supports', { 204: noBody('Tus-Version, Tus-Extension.') }, false),
+    },
+    async (_request, reply) => {
+      reply.code(204).header('Tus-Version', TUS_VERSION).header('Tus-Extension', EXTENSIONS);
+    },
+  );
 
   app.post(
     '/uploads',
     {
+      schema: tusDoc('tus: create a resumable upload (creation, creation-with-upload)', {
+        201: noBody('Created: Location names the upload; Upload-Offset when a body came with it.'),
+        ...tusErrors,
+      }),
       preHandler: guards,
       bodyLimit: config.maxFileSize,
       config: { streamingBody: true },
@@ -173,7 +212,15 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.route({
     method: 'HEAD',
     url: '/uploads/:id',
-    schema: { params: IdParams },
+    // A HEAD-only route is left out of openapi.json unless asked for.
+    config: { swagger: { exposeHeadRoute: true } },
+    schema: {
+      ...tusDoc('tus: how much the server has (Upload-Offset)', {
+        200: noBody('Upload-Offset and Upload-Length.'),
+        ...tusErrors,
+      }),
+      params: IdParams,
+    },
     preHandler: guards,
     handler: async (request, reply) => {
       const row = await uploads.status(currentUser(request), request.params.id, request.ip);
@@ -190,7 +237,13 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.patch(
     '/uploads/:id',
     {
-      schema: { params: IdParams },
+      schema: {
+        ...tusDoc('tus: append bytes at Upload-Offset (application/offset+octet-stream)', {
+          204: noBody('Appended: the new Upload-Offset; the file is stored once the last byte is in.'),
+          ...tusErrors,
+        }),
+        params: IdParams,
+      },
       preHandler: guards,
       bodyLimit: config.maxFileSize,
       config: { streamingBody: true },
@@ -214,19 +267,46 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   );
 
-  app.delete('/uploads/:id', { schema: { params: IdParams }, preHandler: guards }, async (request, reply) => {
-    await uploads.terminate(currentUser(request), request.params.id);
-    return reply.code(204).send();
-  });
+  app.delete(
+    '/uploads/:id',
+    {
+      schema: {
+        ...tusDoc('tus: abandon an upload (termination)', { 204: noBody('Gone.'), ...tusErrors }),
+        params: IdParams,
+      },
+      preHandler: guards,
+    },
+    async (request, reply) => {
+      await uploads.terminate(currentUser(request), request.params.id);
+      return reply.code(204).send();
+    },
+  );
 
   // (ext) The finished upload as POST /upload would have answered it, for its linkURL. Plain API
   // clients may leave out Tus-Resumable here: this is not a tus request.
-  app.get('/uploads/:id', { schema: { params: IdParams }, preHandler: requireUser }, async (request) => {
-    const user = currentUser(request);
-    const stored = await uploads.result(user, request.params.id, request.ip);
-    const status = await tracking.recipientsOf([stored.file.id]);
-    return successEnvelope('handlerDownloadList', user.name, {
-      files: [fileEntry(config.baseUrl, user.lang, stored, status.get(stored.file.id))],
-    });
-  });
+  app.get(
+    '/uploads/:id',
+    {
+      schema: {
+        ...tusDoc('The stored file of a finished upload, as a download list', {
+          200: json(
+            'DownloadList',
+            'The file entry.',
+            successExample('handlerDownloadList', 'USER1', { files: [fileEntryExample] }),
+          ),
+          ...tusErrors,
+        }),
+        params: IdParams,
+      },
+      preHandler: requireUser,
+    },
+    async (request) => {
+      const user = currentUser(request);
+      const stored = await uploads.result(user, request.params.id, request.ip);
+      const status = await tracking.recipientsOf([stored.file.id]);
+      return successEnvelope('handlerDownloadList', user.name, {
+        files: [fileEntry(config.baseUrl, user.lang, stored, status.get(stored.file.id))],
+      });
+    },
+  );
 };

@@ -6,6 +6,25 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { currentUser, requireUser } from '../auth-hooks.js';
 import { successEnvelope } from '../presenters.js';
+import { BASIC_OR_BEARER, errors, json, successExample } from '../schemas.js';
+
+const webhookExample = {
+  id: 1,
+  url: 'https://erp.example.com/remessa',
+  events: ['file.uploaded'],
+  enabled: true,
+  disabledReason: null,
+  created: '2025-01-01T12:00:00.000Z',
+};
+const doc = (summary: string, response: ReturnType<typeof json>) => ({
+  tags: ['webhooks'],
+  summary,
+  security: BASIC_OR_BEARER,
+  response: {
+    200: response,
+    ...errors({ 400: 'Invalid parameters.', 401: 'User does not exist or password invalid.' }),
+  },
+});
 
 const NewWebhook = Type.Object({
   url: Type.String({ maxLength: 2000 }),
@@ -25,24 +44,65 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { webhooks } = app.services;
   const noStore = { 'Cache-Control': 'no-store' };
 
-  app.get('/webhooks', { preHandler: requireUser }, async (request, reply) => {
-    const user = currentUser(request);
-    const list = (await webhooks.list(user)).map(({ userId: _, ...w }) => w);
-    return reply.headers(noStore).send(successEnvelope('handlerWebhooks', user.name, { webhooks: list }));
-  });
+  app.get(
+    '/webhooks',
+    {
+      schema: doc(
+        '(ext) Your webhook subscriptions',
+        json(
+          'WebhookList',
+          'Subscriptions.',
+          successExample('handlerWebhooks', 'USER1', { webhooks: [webhookExample] }),
+        ),
+      ),
+      preHandler: requireUser,
+    },
+    async (request, reply) => {
+      const user = currentUser(request);
+      const list = (await webhooks.list(user)).map(({ userId: _, ...w }) => w);
+      return reply.headers(noStore).send(successEnvelope('handlerWebhooks', user.name, { webhooks: list }));
+    },
+  );
 
-  app.post('/webhooks', { schema: { body: NewWebhook }, preHandler: requireUser }, async (request, reply) => {
-    const user = currentUser(request);
-    const { webhook, secret } = await webhooks.add(user, request.body.url, request.body.events);
-    const { userId: _, ...shown } = webhook;
-    return reply
-      .headers(noStore)
-      .send(successEnvelope('handlerWebhooks', user.name, { webhook: { ...shown, secret } }));
-  });
+  app.post(
+    '/webhooks',
+    {
+      schema: {
+        ...doc(
+          '(ext) Subscribe a URL; the signing secret is shown this once',
+          json(
+            'WebhookCreated',
+            'The subscription with its secret.',
+            successExample('handlerWebhooks', 'USER1', { webhook: { ...webhookExample, secret: 'whsec_…' } }),
+          ),
+        ),
+        consumes: ['application/json', 'application/x-www-form-urlencoded'],
+        body: NewWebhook,
+      },
+      preHandler: requireUser,
+    },
+    async (request, reply) => {
+      const user = currentUser(request);
+      const { webhook, secret } = await webhooks.add(user, request.body.url, request.body.events);
+      const { userId: _, ...shown } = webhook;
+      return reply
+        .headers(noStore)
+        .send(successEnvelope('handlerWebhooks', user.name, { webhook: { ...shown, secret } }));
+    },
+  );
 
   app.delete(
     '/webhooks',
-    { schema: { querystring: DeleteQuery }, preHandler: requireUser },
+    {
+      schema: {
+        ...doc(
+          '(ext) Remove a subscription',
+          json('WebhookRemoved', 'Removed.', successExample('handlerWebhooks', 'USER1')),
+        ),
+        querystring: DeleteQuery,
+      },
+      preHandler: requireUser,
+    },
     async (request, reply) => {
       const user = currentUser(request);
       await webhooks.remove(Number(request.query.id), user);

@@ -2,6 +2,7 @@
 // failures become ApiError with the HTTP status and the envelope's safe `detail`.
 // credentials: 'omit' — no cookies, and a 401 never pops the browser's Basic-auth dialog.
 import * as tus from 'tus-js-client';
+import type { FileEntryBody, RecipientStatusBody } from '../../http/schemas.js';
 import { config } from './config.js';
 import { t } from './i18n.js';
 import { endSession, getSession } from './session.js';
@@ -13,24 +14,11 @@ export interface Envelope {
   detail?: string;
 }
 
-export interface FileEntry {
-  id: number;
-  name: string;
-  length: number;
-  modified: number;
-  linkURL: string;
-  /** the owner's view of who was told about the file (docs/webhooks.md, delivery tracking) */
-  recipients?: RecipientStatus[];
-}
-
-export interface RecipientStatus {
-  id: number;
-  address: string;
-  channel: 'email' | 'sms';
-  status: 'pending' | 'sent' | 'failed';
-  reason: string | null;
-  downloads: { count: number; complete: boolean; last: number | null };
-}
+// The API's response shapes come from the schemas openapi.json is made of (type-only imports:
+// nothing of them reaches the bundle).
+export type RecipientStatus = RecipientStatusBody;
+/** (A $ref inside a schema types as unknown: `recipients` is named here.) */
+export type FileEntry = Omit<FileEntryBody, 'recipients'> & { recipients?: RecipientStatus[] };
 
 export class ApiError extends Error {
   constructor(
@@ -121,7 +109,11 @@ export function errorText(err: unknown): string {
     case 0:
       return t('errNetwork');
     case 400:
-      return err.detail ? t('errBadRequest', { detail: err.detail }) : t('errBadRequestNoDetail');
+      // The server's detail is English and technical: show our own words for the field it names.
+      if (err.detail?.startsWith('m:')) return t('errEmailsServer');
+      if (err.detail?.startsWith('c:')) return t('errMobilesServer');
+      if (err.detail?.startsWith('d:')) return t('errDestinationServer');
+      return t('errBadRequestNoDetail');
     case 401:
       return t('errUnauthorized');
     case 403:

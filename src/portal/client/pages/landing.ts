@@ -4,7 +4,7 @@
 import { ApiError, apiUrl, call, errorText } from '../api.js';
 import { field, h, notice, pageHeading, put, say, swap } from '../dom.js';
 import { formatDate, formatSize, toMillis } from '../format.js';
-import { t } from '../i18n.js';
+import { currentLang, t } from '../i18n.js';
 import type { PageContext } from '../page-context.js';
 
 export interface FileInfo {
@@ -62,7 +62,8 @@ function form(k: string, info: Known): HTMLElement {
   sendCode.addEventListener('click', async () => {
     sendCode.disabled = true;
     try {
-      await call('/download/pin', { method: 'POST', query: { k } });
+      // The PIN message speaks the language the recipient chose on this page.
+      await call('/download/pin', { method: 'POST', query: { k, lang: currentLang() } });
       say(status, 'success', t('codeSent'));
       code.focus();
     } catch (err) {

@@ -1,6 +1,8 @@
 // Send: choose or drop files, optional destination user / recipients / message, one upload request
 // per file with its own progress bar, speed and cancel button; each result link has a copy button.
 // Upload state lives at module level so a language switch or navigation does not lose it.
+
+import { isEmail, listItems, normalizeMobile, USER_NAME } from '../../../validation-rules.js';
 import {
   ApiError,
   errorText,
@@ -20,6 +22,8 @@ type State = 'waiting' | 'uploading' | 'done' | 'failed' | 'cancelled';
 
 interface Upload {
   id: string;
+  /** The Send press this upload came from: its files stay chosen until all of them are sent. */
+  batch: File[];
   file: File;
   params: UploadParams;
   state: State;
@@ -36,6 +40,23 @@ interface Upload {
 const PARALLEL = 2;
 const uploads: Upload[] = [];
 let chosen: File[] = [];
+/** Set while the Send page is on screen: empties the file input and the chosen-files line. */
+let clearChosen: () => void = () => {
+  chosen = [];
+};
+
+/** The first field the browser can already tell is wrong, with its message (rules of the server). */
+function invalidField(params: UploadParams): { field: 'd' | 'm' | 'c'; message: string } | null {
+  for (const item of listItems(params.m ?? '')) {
+    if (!isEmail(item)) return { field: 'm', message: t('errEmails', { value: item }) };
+  }
+  for (const item of listItems(params.c ?? '')) {
+    if (!normalizeMobile(item)) return { field: 'c', message: t('errMobiles', { value: item }) };
+  }
+  if (params.d && !USER_NAME.test(params.d))
+    return { field: 'd', message: t('errDestination', { value: params.d }) };
+  return null;
+}
 const draft = { d: '', m: '', c: '', i: '' };
 
 function pump(): void {
@@ -64,15 +85,22 @@ function start(u: Upload): void {
         u.links = files;
       },
       (err: unknown) => {
+        // The bar went to 100% while the body was sent; nothing was stored.
+        u.loaded = 0;
         if (err instanceof DOMException && err.name === 'AbortError') u.state = 'cancelled';
         else {
           u.state = 'failed';
           u.error = err instanceof ApiError && err.status === 401 ? t('sessionExpired') : errorText(err);
+          if (err instanceof ApiError && err.status === 400) u.error += ` ${t('errUploadKept')}`;
         }
       },
     )
     .finally(() => {
       u.handle = null;
+      // The files of a batch stay chosen until every one of them is sent, so a failed send can
+      // be corrected and sent again without choosing them again.
+      if (u.batch === chosen && uploads.filter((x) => x.batch === u.batch).every((x) => x.state === 'done'))
+        clearChosen();
       u.redraw();
       pump();
     });
@@ -191,6 +219,13 @@ export function renderSend(ctx: PageContext): void {
       : '';
   };
   input.setAttribute('aria-describedby', 'files-hint files-chosen');
+  clearChosen = () => {
+    chosen = [];
+    if (input.isConnected) {
+      input.value = '';
+      showChosen();
+    }
+  };
   input.addEventListener('change', () => {
     chosen = Array.from(input.files ?? []);
     showChosen();
@@ -263,9 +298,17 @@ export function renderSend(ctx: PageContext): void {
           c: c.value.trim(),
           i: i.value.trim(),
         };
-        for (const file of chosen) {
+        const invalid = invalidField(params);
+        if (invalid) {
+          say(status, 'error', invalid.message);
+          ({ d, m, c })[invalid.field].focus();
+          return;
+        }
+        const batch = chosen;
+        for (const file of batch) {
           const u: Upload = {
             id: nextId('up'),
+            batch,
             file,
             params,
             state: 'waiting',
@@ -280,9 +323,6 @@ export function renderSend(ctx: PageContext): void {
           uploads.push(u);
           put(list, uploadRow(u));
         }
-        chosen = [];
-        input.value = '';
-        showChosen();
         pump();
       },
     },

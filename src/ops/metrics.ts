@@ -1,0 +1,219 @@
+// Prometheus metrics (issue 15, docs/operations.md). One registry per server (tests run several
+// servers in one process), served by src/http/metrics-server.ts on REMESSA_METRICS_PORT.
+// Label values are bounded: route templates (never raw URLs), methods, statuses, channels, job
+// names and fixed kinds; never user names, addresses or tokens.
+// Transfer, PIN and lockout counts come from the audit trail as rows are recorded (one tap, no
+// counting code in the domain services); a row whose transaction then rolls back is still counted,
+// which only an upload that fails at its very last step does.
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { AuditEntry } from '../audit/audit-log.js';
+import type { Clock } from '../clock.js';
+import type { Db, OpenDatabase } from '../db/database.js';
+import type { BackgroundJob } from '../worker.js';
+
+const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+const CHANNELS = new Set(['email', 'sms', 'webhook']);
+const OUTBOX_STATUSES = ['pending', 'sent', 'failed', 'logged'] as const;
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly requests: Counter<'route' | 'method' | 'status'>;
+  private readonly latency: Histogram<'route' | 'method'>;
+  private readonly uploadBytes: Counter;
+  private readonly downloadBytes: Counter;
+  private readonly uploads: Counter;
+  private readonly downloads: Counter<'complete'>;
+  private readonly pins: Counter<'kind'>;
+  private readonly pinFailures: Counter;
+  private readonly lockouts: Counter<'kind'>;
+  private readonly notificationFailures: Counter<'channel'>;
+  private readonly jobRuns: Counter<'job' | 'outcome'>;
+  private readonly sweptFiles: Counter<'action'>;
+
+  constructor(deps: { db: Db; clock: Clock; poolStats: OpenDatabase['poolStats'] }) {
+    const register = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    this.requests = new Counter({
+      name: 'remessa_http_requests_total',
+      help: 'HTTP requests answered, by route template, method and status.',
+      labelNames: ['route', 'method', 'status'],
+      registers: register,
+    });
+    this.latency = new Histogram({
+      name: 'remessa_http_request_duration_seconds',
+      help: 'Time from request to the end of the response (uploads and downloads included).',
+      labelNames: ['route', 'method'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+      registers: register,
+    });
+    this.uploadBytes = new Counter({
+      name: 'remessa_upload_bytes_total',
+      help: 'Bytes of stored uploads.',
+      registers: register,
+    });
+    this.downloadBytes = new Counter({
+      name: 'remessa_download_bytes_total',
+      help: 'Bytes sent by downloads (ranges and interrupted downloads count what was sent).',
+      registers: register,
+    });
+    this.uploads = new Counter({ name: 'remessa_uploads_total', help: 'Files stored.', registers: register });
+    this.downloads = new Counter({
+      name: 'remessa_downloads_total',
+      help: 'Downloads that ended, complete or not.',
+      labelNames: ['complete'],
+      registers: register,
+    });
+    this.pins = new Counter({
+      name: 'remessa_pins_sent_total',
+      help: 'PINs issued: for a download link, or for a password change.',
+      labelNames: ['kind'],
+      registers: register,
+    });
+    this.pinFailures = new Counter({
+      name: 'remessa_pin_failures_total',
+      help: 'Wrong or expired PINs entered.',
+      registers: register,
+    });
+    this.lockouts = new Counter({
+      name: 'remessa_lockouts_total',
+      help: 'Lockouts after repeated failures: of a user (passwords) or of a link (PINs).',
+      labelNames: ['kind'],
+      registers: register,
+    });
+    this.notificationFailures = new Counter({
+      name: 'remessa_notification_failures_total',
+      help: 'Notifications given up after their last attempt, by channel.',
+      labelNames: ['channel'],
+      registers: register,
+    });
+    this.jobRuns = new Counter({
+      name: 'remessa_job_runs_total',
+      help: 'Passes of the background jobs (file-sweeper is the sweeper), by outcome.',
+      labelNames: ['job', 'outcome'],
+      registers: register,
+    });
+    this.sweptFiles = new Counter({
+      name: 'remessa_sweeper_items_total',
+      help: 'Files the sweeper retired to backup or purged.',
+      labelNames: ['action'],
+      registers: register,
+    });
+    // Read at scrape time: one grouped count over the outbox, nothing kept in memory.
+    new Gauge({
+      name: 'remessa_outbox_messages',
+      help: 'Messages in the outbox (notifications and webhook events) by status.',
+      labelNames: ['status'],
+      registers: register,
+      async collect() {
+        const rows = await deps.db
+          .selectFrom('outbox')
+          .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
+          .groupBy('status')
+          .execute();
+        for (const status of OUTBOX_STATUSES) {
+          this.set({ status }, Number(rows.find((r) => r.status === status)?.n ?? 0));
+        }
+      },
+    });
+    new Gauge({
+      name: 'remessa_outbox_oldest_pending_age_seconds',
+      help: 'Age of the oldest message still pending (0 when none is).',
+      registers: register,
+      async collect() {
+        const row = await deps.db
+          .selectFrom('outbox')
+          .select((eb) => eb.fn.min<number>('created_at').as('oldest'))
+          .where('status', '=', 'pending')
+          .executeTakeFirst();
+        const oldest = row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest);
+        this.set(oldest === null ? 0 : Math.max(0, (deps.clock.now() - oldest) / 1000));
+      },
+    });
+    new Gauge({
+      name: 'remessa_db_pool_connections',
+      help: 'PostgreSQL pool connections by state (total, idle, waiting clients); absent for SQLite.',
+      labelNames: ['state'],
+      registers: register,
+      collect() {
+        const s = deps.poolStats();
+        if (!s) return;
+        this.set({ state: 'total' }, s.total);
+        this.set({ state: 'idle' }, s.idle);
+        this.set({ state: 'waiting' }, s.waiting);
+      },
+    });
+  }
+
+  /** `route` is the route's template (e.g. /v1/download/file), or null when no route matched. */
+  observeRequest(route: string | null, method: string, status: number, seconds: number): void {
+    const labels = { route: route ?? 'unmatched', method: METHODS.has(method) ? method : 'other' };
+    this.requests.inc({ ...labels, status: String(status) });
+    this.latency.observe(labels, seconds);
+  }
+
+  /** Counts what an audit row says happened (AuditLog.tap). */
+  onAudit(entry: AuditEntry): void {
+    const detail = typeof entry.detail === 'object' && entry.detail !== null ? entry.detail : {};
+    const bytes = typeof detail['bytes'] === 'number' ? detail['bytes'] : 0;
+    switch (entry.event) {
+      case 'upload':
+        this.uploads.inc();
+        this.uploadBytes.inc(bytes);
+        break;
+      case 'download':
+        this.downloads.inc({ complete: detail['complete'] === true ? 'true' : 'false' });
+        this.downloadBytes.inc(bytes);
+        break;
+      case 'pin.sent':
+        this.pins.inc({ kind: detail['purpose'] === undefined ? 'download' : 'password' });
+        break;
+      case 'pin.failed':
+        this.pinFailures.inc();
+        break;
+      case 'user.locked':
+        this.lockouts.inc({ kind: 'user' });
+        break;
+      case 'link.locked':
+        this.lockouts.inc({ kind: 'link' });
+        break;
+      case 'notify.failed': {
+        const channel = String(detail['channel']);
+        this.notificationFailures.inc({ channel: CHANNELS.has(channel) ? channel : 'other' });
+        break;
+      }
+      case 'file.retired':
+        this.sweptFiles.inc({ action: 'retired' });
+        break;
+      case 'file.purged':
+        this.sweptFiles.inc({ action: 'purged' });
+        break;
+    }
+  }
+
+  /** The job, counting its passes. */
+  instrument(job: BackgroundJob): BackgroundJob {
+    const runs = this.jobRuns;
+    return {
+      name: job.name,
+      intervalMs: job.intervalMs,
+      async run() {
+        try {
+          await job.run();
+          runs.inc({ job: job.name, outcome: 'ok' });
+        } catch (err) {
+          runs.inc({ job: job.name, outcome: 'error' });
+          throw err;
+        }
+      },
+    };
+  }
+
+  /** The Prometheus text exposition. */
+  scrape(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}
