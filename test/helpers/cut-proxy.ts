@@ -12,6 +12,11 @@ export interface CutProxyOptions {
   direction?: 'up' | 'down';
   /** called at each cut, before the sockets are reset (e.g. to take the network down with it) */
   onCut?: (proxy: CutProxy) => void;
+  /**
+   * At a cut, the side the bytes go to is reset (default: what sits in socket buffers is lost, as
+   * on a real drop) or ended ('end': everything forwarded arrives, then the stream stops short).
+   */
+  cutReceiver?: 'reset' | 'end';
 }
 
 export class CutProxy {
@@ -78,7 +83,8 @@ export class CutProxy {
         this.bytes += n;
         this.sinceCut = 0;
         gone = true;
-        this.cut(pair);
+        this.cut(this.opts.cutReceiver === 'end' ? [counted] : pair);
+        if (this.opts.cutReceiver === 'end') other.end();
         return;
       }
       this.sinceCut += chunk.length;
