@@ -2,14 +2,14 @@
 // against a real server, through a proxy that cuts the connection in either direction.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ROOT, remessa } from './helpers/cli.js';
 import { CutProxy } from './helpers/cut-proxy.js';
-import { eventually } from './helpers/peers.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { eventually, MailSink } from './helpers/peers.js';
+import { basic, closeAll, startTestServer, type TestServer } from './helpers/server.js';
 import { writeBigFile } from './helpers/tus.js';
 
 const MiB = 1024 * 1024;
@@ -155,4 +155,67 @@ describe('remessa send / get', () => {
       child.once('close', (code) => resolve({ code, stdout, stderr }));
     });
   }
+});
+
+describe('remessa get on a secure (PIN) link', () => {
+  let t: TestServer;
+  let mail: MailSink;
+  let down: CutProxy;
+  let dir: string;
+
+  before(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'remessa-client-pin-'));
+    mail = await MailSink.start();
+    t = await startTestServer({ env: { REMESSA_SMTP_URL: mail.url } });
+    await t.createUser('alice', 'alice-password');
+    down = await CutProxy.start({
+      target: { host: '127.0.0.1', port: Number(new URL(t.origin).port) },
+      everyBytes: 6 * MiB,
+      direction: 'down',
+    });
+  });
+  after(async () => {
+    await closeAll(down, t, mail);
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test('--pin opens the recipient link; the download resumes after a cut and arrives whole', async () => {
+    const file = path.join(dir, 'secret.bin');
+    const digest = await writeBigFile(file, 10);
+    const sent = await fetch(`${t.base}/upload?file=secret.bin&m=erin@example.com`, {
+      method: 'POST',
+      headers: {
+        Authorization: basic('alice', 'alice-password'),
+        'Content-Type': 'application/octet-stream',
+      },
+      body: await readFile(file),
+    });
+    assert.equal(sent.status, 200);
+    const letter = (await mail.take('erin@example.com')).text ?? '';
+    const link = /(https?:\/\/\S+\/download\/file\?\S+)/.exec(letter)?.[1];
+    assert.ok(link, `no link in: ${letter}`);
+    const k = new URL(link).searchParams.get('k')!;
+    const viaProxy = link.replace(t.origin, down.origin);
+    const out = path.join(dir, 'copy.bin');
+
+    // A wrong PIN is refused before anything is written.
+    const wrongPin = await remessa({}, ['get', viaProxy, '-o', out, '--pin', '000000', '--json']);
+    assert.notEqual(wrongPin.code, 0);
+    assert.match(wrongPin.stderr, /download refused \(403\)/);
+    assert.deepEqual(await readdir(dir), ['secret.bin']);
+
+    assert.equal(
+      (await fetch(`${t.base}/download/pin?k=${encodeURIComponent(k)}`, { method: 'POST' })).status,
+      200,
+    );
+    const pin = /\b(\d{6})\b/.exec((await mail.take('erin@example.com')).text ?? '')?.[1];
+    assert.ok(pin, 'a PIN by e-mail');
+    const cuts = down.cuts;
+    const got = await remessa({}, ['get', viaProxy, '-o', out, '--pin', pin, '--json']);
+    assert.equal(got.code, 0, got.stderr);
+    assert.ok(down.cuts > cuts, 'the download went through at least one cut');
+    assert.match(got.stderr, /connection lost at \d+ bytes; resuming/);
+    assert.deepEqual(JSON.parse(got.stdout), { path: out, length: 10 * MiB, sha256: digest });
+    assert.deepEqual((await readdir(dir)).sort(), ['copy.bin', 'secret.bin']);
+  });
 });

@@ -22,7 +22,7 @@ import { sanitizeFileName } from '../files/names.js';
 import { parseRecipients } from '../files/recipients.js';
 import type { Logger } from '../logger.js';
 import type { Keys } from '../security/keys.js';
-import type { BlobStore } from '../storage/blob-store.js';
+import type { BlobStore, StoredBlob } from '../storage/blob-store.js';
 import { type BlobWriter, WRITER } from '../storage/blob-writer.js';
 import type { IntentStore } from '../storage/intent-store.js';
 import type { UserService } from '../users/user-service.js';
@@ -166,6 +166,12 @@ export class UploadService {
         await this.d.writer.discard([blob.key]);
         return current;
       }
+      if (offset === 0 && blob.length === current.length) {
+        // The whole file in one PATCH (tus-js-client's default): this blob becomes the file's, as
+        // POST /upload's does, instead of being staged as a chunk and copied into a new blob.
+        await this.commitFile(current, blob, [], remote, owner);
+        return (await this.d.store.byId(id))!;
+      }
       try {
         const recorded = await this.d.db.transaction().execute(async (trx) => {
           const ok = await this.d.store.addChunk(
@@ -239,7 +245,7 @@ export class UploadService {
 
   /** All bytes are in: one blob from the chunks, committed exactly like POST /upload's file. */
   private async finish(row: UploadRow, remote: string | null): Promise<UploadRow> {
-    const { store, blobs, writer, files, users, intents, clock } = this.d;
+    const { store, blobs, writer } = this.d;
     const chunks = await store.chunks(row.id);
     let at = 0;
     for (const c of chunks) {
@@ -247,9 +253,7 @@ export class UploadService {
       at += c.length;
     }
     if (at !== row.length) throw new Error(`upload ${row.id}: ${at} of ${row.length} bytes in chunks`);
-    const uploader = await users.byId(row.uploader_id);
-    const areaOwner = await users.byId(row.owner_id);
-    if (!uploader || !areaOwner?.enabled) throw badRequest('d: no such user');
+    await this.owners(row);
     const keys = chunks.map((c) => c.blob_key);
     const source = Readable.from(
       (async function* () {
@@ -262,23 +266,58 @@ export class UploadService {
       await writer.discard([blob.key]);
       throw new Error(`upload ${row.id}: composed ${blob.length} of ${row.length} bytes`);
     }
+    await this.commitFile(row, blob, keys, remote, null);
+    await this.deleteBlobs(keys);
+    return (await store.byId(row.id))!;
+  }
+
+  /** The uploader and the area's owner, as POST /upload would check them. */
+  private async owners(row: UploadRow): Promise<{ uploader: UserRow; areaOwner: UserRow }> {
+    const uploader = await this.d.users.byId(row.uploader_id);
+    const areaOwner = await this.d.users.byId(row.owner_id);
+    if (!uploader || !areaOwner?.enabled) throw badRequest('d: no such user');
+    return { uploader, areaOwner };
+  }
+
+  /**
+   * Records `blob` as the upload's file exactly like POST /upload (rows, link, recipients' messages,
+   * audit) and marks the upload done in the same transaction. `chunkKeys` (their rows go with it)
+   * become intents until they are deleted; `whole` is the lock owner when the blob came from one
+   * PATCH and no chunk was ever staged.
+   */
+  private async commitFile(
+    row: UploadRow,
+    blob: StoredBlob,
+    chunkKeys: string[],
+    remote: string | null,
+    whole: string | null,
+  ): Promise<void> {
+    const { store, files, intents, clock, writer } = this.d;
+    let people: { uploader: UserRow; areaOwner: UserRow };
+    try {
+      people = await this.owners(row);
+    } catch (err) {
+      await writer.discard([blob.key]).catch(() => {});
+      throw err;
+    }
     const recipients = JSON.parse(row.recipients) as Recipients;
     const req: UploadRequest = {
-      uploader,
-      owner: areaOwner,
+      uploader: people.uploader,
+      owner: people.areaOwner,
       queryName: undefined,
       message: row.message,
       remote,
       ...(recipients.emails.length + recipients.mobiles.length > 0 ? { recipients } : {}),
     };
     await files.commitWritten(req, blob, row.filename, async (trx, stored) => {
-      if (!(await store.markDone(trx, row.id, stored[0]!.file.id)))
-        throw new Error(`upload ${row.id} was committed twice`);
+      const fileId = stored[0]!.file.id;
+      const done = whole
+        ? await store.markDoneWhole(trx, row.id, whole, fileId)
+        : await store.markDone(trx, row.id, fileId);
+      if (!done) throw new AppError(409, 'the upload changed while this request was writing');
       // The chunks' rows go with this transaction; intents name their blobs until they are deleted.
-      await intents.add(keys, WRITER, clock.now(), trx);
+      if (chunkKeys.length > 0) await intents.add(chunkKeys, WRITER, clock.now(), trx);
     });
-    await this.deleteBlobs(keys);
-    return (await store.byId(row.id))!;
   }
 
   private async drop(id: string): Promise<void> {

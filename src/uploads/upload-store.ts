@@ -122,6 +122,22 @@ export class UploadStore implements BlobCatalog {
     return true;
   }
 
+  /**
+   * The whole file came in one PATCH and went straight into the file's blob: the upload is done
+   * without a chunk, if `owner` still holds it and nothing was received before.
+   */
+  async markDoneWhole(trx: Db, id: string, owner: string, fileId: number): Promise<boolean> {
+    const r = await trx
+      .updateTable('uploads')
+      .set((eb) => ({ file_id: fileId, received: eb.ref('length') }))
+      .where('id', '=', id)
+      .where('received', '=', 0)
+      .where('lock_owner', '=', owner)
+      .where('file_id', 'is', null)
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) === 1;
+  }
+
   /** Removes the upload and its chunk rows; answers the chunks' blob keys. */
   async remove(trx: Db, id: string): Promise<string[]> {
     const chunks = await this.chunks(id, trx);

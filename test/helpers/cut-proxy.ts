@@ -10,11 +10,22 @@ export interface CutProxyOptions {
   everyBytes?: number;
   /** 'up': client → server bytes (uploads); 'down': server → client (downloads) */
   direction?: 'up' | 'down';
+  /** called at each cut, before the sockets are reset (e.g. to take the network down with it) */
+  onCut?: (proxy: CutProxy) => void;
+  /**
+   * At a cut, the side the bytes go to is reset (default: what sits in socket buffers is lost, as
+   * on a real drop) or ended ('end': everything forwarded arrives, then the stream stops short).
+   */
+  cutReceiver?: 'reset' | 'end';
 }
 
 export class CutProxy {
   /** connections cut so far */
   cuts = 0;
+  /** bytes forwarded in `direction` so far, across connections (what the far side could have seen) */
+  bytes = 0;
+  /** cut after this many bytes since the last cut (0: never by itself); a test may change it */
+  everyBytes: number;
   /** refuse new connections while true (the network is gone) */
   down = false;
   private server: Server;
@@ -26,6 +37,7 @@ export class CutProxy {
   port = 0;
 
   private constructor(private readonly opts: CutProxyOptions) {
+    this.everyBytes = opts.everyBytes ?? 0;
     this.server = createServer((client) => this.accept(client));
   }
 
@@ -58,22 +70,25 @@ export class CutProxy {
         for (const o of pair) o.destroy();
       });
     }
-    const every = this.opts.everyBytes ?? 0;
     const counted = (this.opts.direction ?? 'up') === 'up' ? client : upstream;
     const other = counted === client ? upstream : client;
     let gone = false;
     counted.on('data', (chunk: Buffer) => {
       if (gone) return;
+      const every = this.everyBytes;
       if (every > 0 && this.sinceCut + chunk.length >= every) {
         // Forward exactly up to the cut point, then drop both sides mid-stream.
         const n = every - this.sinceCut;
         other.write(chunk.subarray(0, n));
+        this.bytes += n;
         this.sinceCut = 0;
         gone = true;
-        this.cut(pair);
+        this.cut(this.opts.cutReceiver === 'end' ? [counted] : pair);
+        if (this.opts.cutReceiver === 'end') other.end();
         return;
       }
       this.sinceCut += chunk.length;
+      this.bytes += chunk.length;
       if (!other.write(chunk)) {
         counted.pause();
         other.once('drain', () => counted.resume());
@@ -87,6 +102,7 @@ export class CutProxy {
 
   private cut(sockets: Socket[]): void {
     this.cuts++;
+    this.opts.onCut?.(this);
     // Let what was written reach the other side before the reset, as a real mid-transfer drop would.
     setImmediate(() => {
       for (const s of sockets) s.resetAndDestroy();
