@@ -3,11 +3,12 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import { Kysely, PostgresDialect } from 'kysely';
 import type { Config } from '../config.js';
 import { GroupCommit } from './group-commit.js';
 import { type Dialect, migrate } from './migrations.js';
 import type { Database } from './schema.js';
+import { durableSqliteDialect } from './sqlite-durable.js';
 
 export type Db = Kysely<Database>;
 
@@ -48,14 +49,14 @@ export async function openDatabase(
   } else {
     dialect = 'sqlite';
     mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-    const sqlite = new SQLite(path.join(config.dataDir, 'remessa.db'));
-    // WAL lets the CLI and the server share the file; FULL sync makes a committed row durable.
-    sqlite.pragma('journal_mode = WAL');
-    sqlite.pragma('synchronous = FULL');
+    const file = path.join(config.dataDir, 'remessa.db');
+    const sqlite = new SQLite(file);
     sqlite.pragma('busy_timeout = 5000');
     sqlite.pragma('foreign_keys = ON');
     cacheStatements(sqlite);
-    db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+    // WAL lets the CLI and the server share the file; a writer is answered once its commit is
+    // synced to disk, without stopping the event loop for the sync (sqlite-durable.ts).
+    db = new Kysely<Database>({ dialect: durableSqliteDialect(sqlite, file) });
   }
   try {
     await migrate(db, dialect);
@@ -63,10 +64,16 @@ export async function openDatabase(
     await db.destroy();
     throw err;
   }
-  // One batch at a time: SQLite has one connection anyway, and on PostgreSQL two batches could
-  // take uploads' area locks in opposite orders (a deadlock, found only after deadlock_timeout).
-  const commits = new GroupCommit(db, { concurrency: 1 });
-  return { db, dialect, poolStats, commits, close: () => db.destroy() };
+  // PostgreSQL: one batch at a time, as two could take uploads' area locks in opposite orders (a
+  // deadlock, found only after deadlock_timeout). SQLite runs one transaction at a time on its one
+  // connection anyway; a second batch may commit while the first one's WAL sync is under way.
+  const commits = new GroupCommit(db, { concurrency: dialect === 'sqlite' ? 2 : 1 });
+  const close = async () => {
+    // Work queued by requests that ended just before (a download's closing audit row) commits first.
+    await commits.idle();
+    await db.destroy();
+  };
+  return { db, dialect, poolStats, commits, close };
 }
 
 /**

@@ -1,7 +1,7 @@
 // Group commit: small writes of many requests (audit rows, counters, upload rows) share one
 // transaction, so one commit, one fsync, makes all of them durable. Every caller still gets its
-// answer only after that commit: nothing is acknowledged before it is on disk (SQLite keeps
-// synchronous=FULL). What gets batched is whatever arrived while the previous commit was running
+// answer only after that commit: nothing is acknowledged before it is on disk (for SQLite, after
+// its WAL sync: db/sqlite-durable.ts). What gets batched is whatever arrived while the previous commit was running
 // (or in the same turn of the event loop), so an idle server adds no waiting.
 import type { Db } from './database.js';
 
@@ -42,6 +42,12 @@ export class GroupCommit {
     });
   }
 
+  /** Resolves once nothing is queued or committing (before the database closes). */
+  async idle(): Promise<void> {
+    while (this.queue.length > 0 || this.running > 0 || this.scheduled)
+      await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+
   private schedule(): void {
     if (this.scheduled || this.running >= this.options.concurrency || this.queue.length === 0) return;
     this.scheduled = true;
@@ -78,23 +84,11 @@ export class GroupCommit {
   }
 
   /**
-   * A transaction that fails with the error that failed it. (Kysely's own rolls back after a
-   * failed COMMIT, and SQLite may have ended the transaction already on a full disk: the
-   * rollback's "no transaction is active" would hide the SQLITE_FULL that makes the answer 503.)
+   * (A failed COMMIT keeps its own error: the SQLite driver skips the rollback of a transaction
+   * a full disk already ended, which would otherwise hide the SQLITE_FULL that makes a 503.)
    */
-  private async transact<T>(fn: Work<T>): Promise<T> {
-    const trx = await this.db.startTransaction().execute();
-    try {
-      const out = await fn(trx);
-      await trx.commit().execute();
-      return out;
-    } catch (err) {
-      await trx
-        .rollback()
-        .execute()
-        .catch(() => {});
-      throw err;
-    }
+  private transact<T>(fn: Work<T>): Promise<T> {
+    return this.db.transaction().execute(fn);
   }
 
   private async alone(p: Pending): Promise<void> {

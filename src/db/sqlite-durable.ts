@@ -1,0 +1,118 @@
+// SQLite with commits made durable off the event loop.
+//
+// With synchronous=FULL, every COMMIT fsyncs the WAL inside better-sqlite3's synchronous call: the
+// whole process stops for the disk, a few milliseconds per commit, and nothing else (HTTP parsing,
+// other requests' reads, responses) runs meanwhile. That was the ceiling of small requests
+// (issue 13). Here SQLite runs with synchronous=NORMAL, which in WAL mode writes a commit's frames
+// to the WAL file without syncing it, and the caller who wrote is answered only after an
+// fdatasync of that file has completed on libuv's thread pool. The guarantee is FULL's (an
+// acknowledged write is on disk: the WAL holds every committed frame, and checkpoints sync the WAL
+// before copying it), the wait is the same, but the event loop keeps serving, and one fdatasync
+// covers every commit made before it started (group commit across requests for free).
+//
+// Who waits: whoever held the connection and ran a write statement, when Kysely releases the
+// connection (after the transaction's COMMIT, or after an autocommit write). Reads never wait.
+// Another request may read a committed row before its writer has been answered; that row was
+// never acknowledged, so a crash that loses it loses nothing anyone was promised.
+import { closeSync, fsyncSync, openSync } from 'node:fs';
+import { type FileHandle, open } from 'node:fs/promises';
+import path from 'node:path';
+import type SQLite from 'better-sqlite3';
+import { type DatabaseConnection, SqliteDialect, SqliteDriver } from 'kysely';
+
+/** Statements that do not write rows themselves (a transaction's writes mark it dirty). */
+const CONTROL = /^\s*(begin|commit|end|rollback|savepoint|release)\b/i;
+
+/** Ordered fdatasyncs of the WAL: `wait(n)` resolves once a sync that started after write n is done. */
+class WalSync {
+  private written = 0;
+  private synced = 0;
+  private running: Promise<void> | null = null;
+  private handle: Promise<FileHandle> | null = null;
+
+  constructor(private readonly walPath: string) {}
+
+  /** A write statement ran: returns its sequence number. */
+  wrote(): number {
+    return ++this.written;
+  }
+
+  async wait(seq: number): Promise<void> {
+    while (this.synced < seq) {
+      if (!this.running) this.running = this.syncOnce().finally(() => (this.running = null));
+      await this.running;
+    }
+  }
+
+  private async syncOnce(): Promise<void> {
+    const upTo = this.written;
+    this.handle ??= open(this.walPath, 'r+');
+    const fh = await this.handle;
+    await fh.datasync();
+    this.synced = upTo;
+  }
+
+  async close(): Promise<void> {
+    await this.running?.catch(() => {});
+    const fh = await this.handle?.catch(() => null);
+    await fh?.close();
+    this.handle = null;
+  }
+}
+
+/**
+ * Sets the database (at `file`) up for durable commits off the event loop; returns its Kysely
+ * dialect. Call after any other wrapping of `sqlite.prepare` (the statement cache): this one sees
+ * which statements write.
+ */
+export function durableSqliteDialect(sqlite: SQLite.Database, file: string): SqliteDialect {
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = NORMAL');
+  // The WAL exists from the first transaction on; make it, and its directory entry, durable now,
+  // so the fd the syncs use is the file SQLite writes for as long as this connection is open.
+  sqlite.exec('begin immediate; commit');
+  const walPath = `${file}-wal`;
+  const dirFd = openSync(path.dirname(file), 'r');
+  try {
+    fsyncSync(dirFd);
+  } finally {
+    closeSync(dirFd);
+  }
+  const wal = new WalSync(walPath);
+  let dirtySeq = 0; // the last write of whoever holds the connection now (0: none)
+  const prepare = sqlite.prepare.bind(sqlite);
+  sqlite.prepare = ((source: string) => {
+    const stmt = prepare(source);
+    if (!stmt.reader && !CONTROL.test(source)) dirtySeq = wal.wrote();
+    return stmt;
+  }) as typeof sqlite.prepare;
+
+  class DurableSqliteDriver extends SqliteDriver {
+    override async releaseConnection(): Promise<void> {
+      const seq = dirtySeq;
+      dirtySeq = 0;
+      // Free the connection first: others read and write while this caller waits for the disk.
+      await super.releaseConnection();
+      if (seq) await wal.wait(seq);
+    }
+
+    /**
+     * A failed COMMIT (SQLITE_FULL) may already have ended the transaction: a ROLLBACK would then
+     * fail with "no transaction is active" and hide the error that failed the commit.
+     */
+    override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+      if (sqlite.inTransaction) await super.rollbackTransaction(connection);
+    }
+
+    override async destroy(): Promise<void> {
+      await wal.close();
+      await super.destroy();
+    }
+  }
+
+  return new (class extends SqliteDialect {
+    override createDriver() {
+      return new DurableSqliteDriver({ database: sqlite });
+    }
+  })({ database: sqlite });
+}

@@ -1,0 +1,93 @@
+// SQLite commits made durable off the event loop (src/db/sqlite-durable.ts): with
+// synchronous=NORMAL a commit only writes the WAL, so a writer must be answered only after an
+// fdatasync of the WAL that started after its commit; readers never wait for one.
+import assert from 'node:assert/strict';
+import { mkdtemp, open, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { type OpenDatabase, openDatabase } from '../src/db/database.js';
+
+describe('SQLite: durable commits off the event loop', () => {
+  let dir: string;
+  let database: OpenDatabase;
+  const events: string[] = [];
+  let restore: () => void;
+
+  before(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'remessa-durable-'));
+    // Every FileHandle's datasync is recorded (and slowed, so a missing wait would show).
+    const probe = await open(path.join(dir, 'probe'), 'w');
+    const proto = Object.getPrototypeOf(probe) as { datasync(): Promise<void> };
+    await probe.close();
+    const original = proto.datasync;
+    proto.datasync = async function (this: unknown) {
+      events.push('sync-start');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      await original.call(this);
+      events.push('sync-done');
+    };
+    restore = () => (proto.datasync = original);
+    database = await openDatabase({ dataDir: dir, databaseUrl: null });
+  });
+  after(async () => {
+    restore();
+    await database.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test('runs in WAL mode with synchronous=NORMAL (the sync is ours)', async () => {
+    const { db } = database;
+    const { sql } = await import('kysely');
+    const mode = await sql<{ journal_mode: string }>`pragma journal_mode`.execute(db);
+    const sync = await sql<{ synchronous: number }>`pragma synchronous`.execute(db);
+    assert.equal(mode.rows[0]?.journal_mode, 'wal');
+    assert.equal(sync.rows[0]?.synchronous, 1);
+  });
+
+  test('an autocommit write, a transaction and a group commit each resolve after a WAL sync', async () => {
+    const { db, commits } = database;
+    const cases: [string, () => Promise<unknown>][] = [
+      ['insert', () => db.insertInto('audit').values({ at: 1, event: 'download', detail: 'a' }).execute()],
+      [
+        'transaction',
+        () =>
+          db
+            .transaction()
+            .execute((trx) =>
+              trx.insertInto('audit').values({ at: 2, event: 'download', detail: 'b' }).execute(),
+            ),
+      ],
+      [
+        'group commit',
+        () =>
+          commits.run((trx) =>
+            trx.insertInto('audit').values({ at: 3, event: 'download', detail: 'c' }).execute(),
+          ),
+      ],
+    ];
+    for (const [name, write] of cases) {
+      events.length = 0;
+      await write().then(() => events.push('answered'));
+      assert.deepEqual(events, ['sync-start', 'sync-done', 'answered'], name);
+    }
+  });
+
+  test('many concurrent writers share few syncs; readers wait for none', async () => {
+    const { db } = database;
+    events.length = 0;
+    await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        db
+          .insertInto('audit')
+          .values({ at: i, event: 'download', detail: `w${i}` })
+          .execute(),
+      ),
+    );
+    const syncs = events.filter((e) => e === 'sync-start').length;
+    assert.ok(syncs >= 1 && syncs < 10, `${syncs} syncs for 50 writers`);
+    events.length = 0;
+    await db.selectFrom('audit').select('id').limit(5).execute();
+    assert.deepEqual(events, [], 'a read does not sync');
+  });
+});
