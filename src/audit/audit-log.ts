@@ -66,6 +66,7 @@ export type AuditTap = (db: Db, entry: AuditEntry, at: number) => Promise<void>;
 export class AuditLog {
   private readonly taps: AuditTap[] = [];
   private compiledInsert: CompiledQuery<{ id: number }> | undefined;
+  private compiledFinish: CompiledQuery | undefined;
 
   constructor(
     private readonly db: Db,
@@ -118,11 +119,8 @@ export class AuditLog {
   /** Gives a row begun with begin() its final detail (the time stays when it began); taps run now. */
   async finish(id: number, entry: AuditEntry, db: Db): Promise<void> {
     const at = this.clock.now();
-    await db
-      .updateTable('audit')
-      .set({ detail: rowOf(entry, at).detail })
-      .where('id', '=', id)
-      .execute();
+    this.compiledFinish ??= db.updateTable('audit').set({ detail: '' }).where('id', '=', 0).compile();
+    await db.executeQuery({ ...this.compiledFinish, parameters: [rowOf(entry, at).detail, id] });
     for (const tap of this.taps) await tap(db, entry, at);
   }
 

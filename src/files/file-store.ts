@@ -1,6 +1,7 @@
 // Persistence of files and their links. Every state change is a conditional UPDATE whose affected
 // row count says whether this caller won, so several instances can sweep at once.
 import { sql } from 'kysely';
+import { prepare } from '../db/compiled.js';
 import type { Db } from '../db/database.js';
 import type { Dialect } from '../db/migrations.js';
 import type { FileRow, LinkRow } from '../db/schema.js';
@@ -44,10 +45,28 @@ export const PAGE_SIZE = 100;
 const AREA_LOCK = 0x52454d; // 'REM'
 
 export class FileStore implements BlobCatalog {
+  // Every download runs these: compiled once.
+  private readonly linkByTokenHash;
+  private readonly fileById;
+  private readonly countDownloadQuery;
+
   constructor(
     private readonly db: Db,
     private readonly dialect: Dialect,
-  ) {}
+  ) {
+    this.linkByTokenHash = prepare<[string], LinkRow>(db, 1, (p) =>
+      db.selectFrom('links').selectAll().where('token_hash', '=', p<string>(0)),
+    );
+    this.fileById = prepare<[number], FileRow>(db, 1, (p) =>
+      db.selectFrom('files').selectAll().where('id', '=', p<number>(0)),
+    );
+    this.countDownloadQuery = prepare<[number], never>(db, 1, (p) =>
+      db
+        .updateTable('links')
+        .set((eb) => ({ downloads: eb('downloads', '+', 1) }))
+        .where('id', '=', p<number>(0)),
+    );
+  }
 
   /**
    * Serialises name choice within one area until the transaction ends. SQLite already runs one
@@ -131,22 +150,14 @@ export class FileStore implements BlobCatalog {
   }
 
   async byTokenHash(tokenHash: string): Promise<FileWithLink | undefined> {
-    const link = await this.db
-      .selectFrom('links')
-      .selectAll()
-      .where('token_hash', '=', tokenHash)
-      .executeTakeFirst();
+    const link = await this.linkByTokenHash.first([tokenHash]);
     if (!link) return undefined;
-    const file = await this.db
-      .selectFrom('files')
-      .selectAll()
-      .where('id', '=', link.file_id)
-      .executeTakeFirst();
+    const file = await this.fileById.first([link.file_id]);
     return file ? { file, link } : undefined;
   }
 
-  byId(id: number): Promise<FileRow | undefined> {
-    return this.db.selectFrom('files').selectAll().where('id', '=', id).executeTakeFirst();
+  byId(id: number, db: Db = this.db): Promise<FileRow | undefined> {
+    return this.fileById.first([id], db);
   }
 
   /** A file with its owner link (a finished tus upload's answer). */
@@ -277,11 +288,7 @@ export class FileStore implements BlobCatalog {
   }
 
   async countDownload(linkId: number, db: Db = this.db): Promise<void> {
-    await db
-      .updateTable('links')
-      .set((eb) => ({ downloads: eb('downloads', '+', 1) }))
-      .where('id', '=', linkId)
-      .execute();
+    await this.countDownloadQuery.all([linkId], db);
   }
 
   async owned(keys: string[]): Promise<Set<string>> {

@@ -1,4 +1,5 @@
 // Persistence of per-user webhook subscriptions (table `webhooks`).
+import { prepare } from '../db/compiled.js';
 import type { Db } from '../db/database.js';
 import type { WebhookRow } from '../db/schema.js';
 
@@ -12,7 +13,38 @@ export interface NewWebhook {
 }
 
 export class WebhookStore {
-  constructor(private readonly db: Db) {}
+  // Asked for every audit row that is an event (every download): compiled once.
+  private readonly forFile;
+  private readonly forUser;
+
+  constructor(private readonly db: Db) {
+    this.forFile = prepare<[number], WebhookRow>(db, 1, (p) =>
+      db
+        .selectFrom('webhooks')
+        .innerJoin('users', 'users.id', 'webhooks.user_id')
+        .innerJoin('files', (join) => join.on('files.id', '=', p<number>(0)))
+        .selectAll('webhooks')
+        .where((eb) =>
+          eb.or([
+            eb('webhooks.user_id', '=', eb.ref('files.owner_id')),
+            eb('webhooks.user_id', '=', eb.ref('files.uploader_id')),
+          ]),
+        )
+        .where('webhooks.enabled', '=', 1)
+        .where('users.enabled', '=', 1)
+        .orderBy('webhooks.id'),
+    );
+    this.forUser = prepare<[string], WebhookRow>(db, 1, (p) =>
+      db
+        .selectFrom('webhooks')
+        .innerJoin('users', 'users.id', 'webhooks.user_id')
+        .selectAll('webhooks')
+        .where('users.name_key', '=', p<string>(0))
+        .where('webhooks.enabled', '=', 1)
+        .where('users.enabled', '=', 1)
+        .orderBy('webhooks.id'),
+    );
+  }
 
   insert(w: NewWebhook): Promise<WebhookRow> {
     return this.db
@@ -55,34 +87,12 @@ export class WebhookStore {
    * download), as long as that account exists and is enabled; `db` may be a transaction.
    */
   enabledForFile(db: Db, fileId: number): Promise<WebhookRow[]> {
-    return db
-      .selectFrom('webhooks')
-      .innerJoin('users', 'users.id', 'webhooks.user_id')
-      .innerJoin('files', (join) => join.on('files.id', '=', fileId))
-      .selectAll('webhooks')
-      .where((eb) =>
-        eb.or([
-          eb('webhooks.user_id', '=', eb.ref('files.owner_id')),
-          eb('webhooks.user_id', '=', eb.ref('files.uploader_id')),
-        ]),
-      )
-      .where('webhooks.enabled', '=', 1)
-      .where('users.enabled', '=', 1)
-      .orderBy('webhooks.id')
-      .execute();
+    return this.forFile.all([fileId], db);
   }
 
   /** The enabled subscriptions of the (enabled) user of that name. */
   enabledForUser(db: Db, name: string): Promise<WebhookRow[]> {
-    return db
-      .selectFrom('webhooks')
-      .innerJoin('users', 'users.id', 'webhooks.user_id')
-      .selectAll('webhooks')
-      .where('users.name_key', '=', name.toLowerCase())
-      .where('webhooks.enabled', '=', 1)
-      .where('users.enabled', '=', 1)
-      .orderBy('webhooks.id')
-      .execute();
+    return this.forUser.all([name.toLowerCase()], db);
   }
 
   /** Removes a subscription (only the given user's, when a user is given); false if none was. */
