@@ -150,6 +150,13 @@ describe('upload and download', () => {
       file: 'report.txt',
     });
     assert.equal((again.body['files'] as FileEntry[])[0]!.name, 'report (2).txt');
+    // Past the first names looked up one by one (16), the numbering goes on without a gap.
+    const names: string[] = [];
+    for (let i = 0; i < 18; i++) {
+      const up = await uploadRaw(t, alice, bytes(10), { file: 'busy.csv' });
+      names.push((up.body['files'] as FileEntry[])[0]!.name);
+    }
+    assert.deepEqual(names, ['busy.csv', ...Array.from({ length: 17 }, (_, i) => `busy (${i + 1}).csv`)]);
     // Windows-style full paths keep only the last part.
     const win = await uploadRaw(t, alice, a, { file: 'C:\\Users\\ana\\notes.txt' });
     assert.equal((win.body['files'] as FileEntry[])[0]!.name, 'notes.txt');

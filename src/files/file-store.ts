@@ -84,26 +84,7 @@ export class FileStore implements BlobCatalog {
    * violation and the caller retries the transaction.
    */
   async insertFile(trx: Db, f: NewFile): Promise<FileRow> {
-    const taken = new Set(
-      (
-        await trx
-          .selectFrom('files')
-          .select('name')
-          .where('owner_id', '=', f.ownerId)
-          .where('state', '=', 'area')
-          .where((eb) => {
-            // Names "stem (…" — substr/length count characters in both SQLite and PostgreSQL.
-            const prefix = `${stemOf(f.name)} (`;
-            return eb.or([
-              eb('name', '=', f.name),
-              eb(sql<string>`substr(name, 1, ${[...prefix].length})`, '=', prefix),
-            ]);
-          })
-          .execute()
-      ).map((r) => r.name),
-    );
-    let n = 0;
-    while (taken.has(numberedName(f.name, n))) n++;
+    const n = (await this.freeNumberAmong(trx, f, 16)) ?? (await this.freeNumberByScan(trx, f));
     return trx
       .insertInto('files')
       .values({
@@ -124,6 +105,49 @@ export class FileStore implements BlobCatalog {
       })
       .returningAll()
       .executeTakeFirstOrThrow();
+  }
+
+  /**
+   * The first free " (n)" among the first `count` names, by exact lookups in the area's unique
+   * name index (the literal state lets SQLite use that partial index); undefined if all are taken.
+   */
+  private async freeNumberAmong(trx: Db, f: NewFile, count: number): Promise<number | undefined> {
+    const candidates = Array.from({ length: count }, (_, n) => numberedName(f.name, n));
+    const rows = await trx
+      .selectFrom('files')
+      .select('name')
+      .where('owner_id', '=', f.ownerId)
+      .where('state', '=', sql.lit('area'))
+      .where('name', 'in', candidates)
+      .execute();
+    const taken = new Set(rows.map((r) => r.name));
+    const n = candidates.findIndex((c) => !taken.has(c));
+    return n < 0 ? undefined : n;
+  }
+
+  /** The first free " (n)" when the first few are all taken: every "stem (…" name of the area. */
+  private async freeNumberByScan(trx: Db, f: NewFile): Promise<number> {
+    const taken = new Set(
+      (
+        await trx
+          .selectFrom('files')
+          .select('name')
+          .where('owner_id', '=', f.ownerId)
+          .where('state', '=', 'area')
+          .where((eb) => {
+            // Names "stem (…" — substr/length count characters in both SQLite and PostgreSQL.
+            const prefix = `${stemOf(f.name)} (`;
+            return eb.or([
+              eb('name', '=', f.name),
+              eb(sql<string>`substr(name, 1, ${[...prefix].length})`, '=', prefix),
+            ]);
+          })
+          .execute()
+      ).map((r) => r.name),
+    );
+    let n = 0;
+    while (taken.has(numberedName(f.name, n))) n++;
+    return n;
   }
 
   insertLink(trx: Db, l: NewLink): Promise<LinkRow> {

@@ -9,11 +9,24 @@ function numericOffset(minutes: number): string {
   return `${sign}${pad(minutes / 60)}${pad(minutes % 60)}`;
 }
 
+// Building an Intl formatter and formatting with it was a twentieth of an upload's CPU: the
+// abbreviation is kept for the quarter hour it was asked in (zones change on such boundaries).
+const QUARTER_HOUR = 15 * 60_000;
+let zoneFormat: Intl.DateTimeFormat | undefined;
+let cached: { quarter: number; offset: number; abbreviation: string } | undefined;
+
 /** Zone abbreviation as Go prints it: alphabetic when the zone has one, else "-03" / "+0530". */
 function zoneAbbreviation(date: Date, offsetMinutes: number): string {
-  const part = new Intl.DateTimeFormat('en-US', { timeZoneName: 'short' })
-    .formatToParts(date)
-    .find((p) => p.type === 'timeZoneName')?.value;
+  const quarter = Math.floor(date.getTime() / QUARTER_HOUR);
+  if (cached?.quarter === quarter && cached.offset === offsetMinutes) return cached.abbreviation;
+  const abbreviation = abbreviate(date, offsetMinutes);
+  cached = { quarter, offset: offsetMinutes, abbreviation };
+  return abbreviation;
+}
+
+function abbreviate(date: Date, offsetMinutes: number): string {
+  zoneFormat ??= new Intl.DateTimeFormat('en-US', { timeZoneName: 'short' });
+  const part = zoneFormat.formatToParts(date).find((p) => p.type === 'timeZoneName')?.value;
   if (part && /^[A-Z]{2,5}$/.test(part)) return part;
   if (offsetMinutes === 0) return 'UTC';
   const sign = offsetMinutes < 0 ? '-' : '+';
