@@ -2,7 +2,7 @@
 // SHA-256 of their token; consumed with a conditional UPDATE so one request wins.
 import type { Db } from '../db/database.js';
 import type { ChangeTokenRow } from '../db/schema.js';
-import type { PinColumns } from '../security/pins.js';
+import { type PinColumns, pinWrites } from '../security/pins.js';
 
 export interface NewChangeToken extends PinColumns {
   userId: number;
@@ -13,7 +13,12 @@ export interface NewChangeToken extends PinColumns {
 }
 
 export class ChangeTokenStore {
-  constructor(private readonly db: Db) {}
+  /** The PIN writes (pins.ts), on this table. */
+  readonly pinWrites;
+
+  constructor(private readonly db: Db) {
+    this.pinWrites = pinWrites(db, 'change_tokens');
+  }
 
   /** When the user's newest link created after `since` was created (undefined: none). */
   async newestSince(userId: number, since: number): Promise<number | undefined> {
@@ -76,27 +81,5 @@ export class ChangeTokenStore {
       .where('user_id', '=', userId)
       .where('used_at', 'is', null)
       .execute();
-  }
-
-  /** Stores a new PIN unless another request stored one since `sentAt` was read. */
-  async claimPinSend(trx: Db, id: number, sentAt: number | null, columns: PinColumns): Promise<boolean> {
-    const res = await trx
-      .updateTable('change_tokens')
-      .set(columns)
-      .where('id', '=', id)
-      .where((eb) => (sentAt === null ? eb('pin_sent_at', 'is', null) : eb('pin_sent_at', '=', sentAt)))
-      .executeTakeFirst();
-    return Number(res.numUpdatedRows) === 1;
-  }
-
-  /** Counts one wrong PIN; the new count (undefined: the link is gone). */
-  async countPinFailure(id: number): Promise<number | undefined> {
-    const row = await this.db
-      .updateTable('change_tokens')
-      .set((eb) => ({ pin_failures: eb('pin_failures', '+', 1) }))
-      .where('id', '=', id)
-      .returning('pin_failures')
-      .executeTakeFirst();
-    return row?.pin_failures;
   }
 }

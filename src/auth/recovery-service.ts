@@ -84,10 +84,7 @@ export class RecoveryService {
       maxFailures: this.maxFailures,
       // No lock and no reset: a change link with maxFailures wrong PINs is dead, and a right PIN
       // uses it up.
-      rows: {
-        claimSend: (trx, id, sentAt, columns) => tokens.claimPinSend(trx, id, sentAt, columns),
-        countFailure: (id) => tokens.countPinFailure(id),
-      },
+      rows: tokens.pinWrites,
     });
   }
 

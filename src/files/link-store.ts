@@ -4,10 +4,15 @@
 // requests race, so only one of them wins (src/security/pins.ts).
 import type { Db } from '../db/database.js';
 import type { LinkRow } from '../db/schema.js';
-import type { PinColumns } from '../security/pins.js';
+import { pinWrites } from '../security/pins.js';
 
 export class LinkStore {
-  constructor(private readonly db: Db) {}
+  /** The PIN writes (pins.ts), on this table. */
+  readonly pinWrites;
+
+  constructor(private readonly db: Db) {
+    this.pinWrites = pinWrites(db, 'links');
+  }
 
   byId(id: number, db: Db = this.db): Promise<LinkRow | undefined> {
     return db.selectFrom('links').selectAll().where('id', '=', id).executeTakeFirst();
@@ -23,28 +28,6 @@ export class LinkStore {
       .where('kind', '=', 'recipient')
       .orderBy('id')
       .execute();
-  }
-
-  /** Stores a new PIN unless another request stored one since `sentAt` was read. */
-  async claimPinSend(trx: Db, id: number, sentAt: number | null, columns: PinColumns): Promise<boolean> {
-    const res = await trx
-      .updateTable('links')
-      .set(columns)
-      .where('id', '=', id)
-      .where((eb) => (sentAt === null ? eb('pin_sent_at', 'is', null) : eb('pin_sent_at', '=', sentAt)))
-      .executeTakeFirst();
-    return Number(res.numUpdatedRows) === 1;
-  }
-
-  /** Counts one wrong PIN; the new count (undefined: the link is gone). */
-  async countPinFailure(id: number): Promise<number | undefined> {
-    const row = await this.db
-      .updateTable('links')
-      .set((eb) => ({ pin_failures: eb('pin_failures', '+', 1) }))
-      .where('id', '=', id)
-      .returning('pin_failures')
-      .executeTakeFirst();
-    return row?.pin_failures;
   }
 
   async clearPinFailures(id: number): Promise<void> {

@@ -93,8 +93,7 @@ export class SecureLinks {
       policy: new PinPolicy(deps.keys, deps.config.pinSeconds, opts.resendSeconds),
       maxFailures: opts.maxPinFailures,
       rows: {
-        claimSend: (trx, id, sentAt, columns) => links.claimPinSend(trx, id, sentAt, columns),
-        countFailure: (id) => links.countPinFailure(id),
+        ...links.pinWrites,
         clearFailures: (id) => links.clearPinFailures(id),
         lock: (id, now, max) => links.lockAfterPinFailures(id, now + opts.lockSeconds * 1000, max),
       },

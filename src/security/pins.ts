@@ -79,6 +79,37 @@ export interface PinRows {
   lock?(id: number, now: number, maxFailures: number): Promise<boolean>;
 }
 
+/** The tables whose rows hold a PIN. */
+export type PinTable = 'links' | 'change_tokens';
+
+/**
+ * The two PIN writes every PIN table needs, the same SQL on either table (its store exposes them
+ * as PinRows): a send slot claimed only if nobody claimed it since `sentAt` was read, and a
+ * counted failure returning the new count.
+ */
+export function pinWrites(db: Db, table: PinTable): Pick<PinRows, 'claimSend' | 'countFailure'> {
+  return {
+    async claimSend(trx, id, sentAt, columns) {
+      const res = await trx
+        .updateTable(table)
+        .set(columns)
+        .where('id', '=', id)
+        .where((eb) => (sentAt === null ? eb('pin_sent_at', 'is', null) : eb('pin_sent_at', '=', sentAt)))
+        .executeTakeFirst();
+      return Number(res.numUpdatedRows) === 1;
+    },
+    async countFailure(id) {
+      const row = await db
+        .updateTable(table)
+        .set((eb) => ({ pin_failures: eb('pin_failures', '+', 1) }))
+        .where('id', '=', id)
+        .returning('pin_failures')
+        .executeTakeFirst();
+      return row?.pin_failures;
+    },
+  };
+}
+
 export type PinVerdict =
   | { result: 'match' }
   | { result: 'none' }
