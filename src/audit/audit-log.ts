@@ -1,6 +1,6 @@
 // The audit trail: one row per security- or transfer-relevant event (DESIGN §7).
-import type { CompiledQuery } from 'kysely';
 import type { Clock } from '../clock.js';
+import { prepare } from '../db/compiled.js';
 import type { Db } from '../db/database.js';
 import type { GroupCommit } from '../db/group-commit.js';
 import type { AuditRow } from '../db/schema.js';
@@ -65,15 +65,40 @@ export type AuditTap = (db: Db, entry: AuditEntry, at: number) => Promise<void>;
 
 export class AuditLog {
   private readonly taps: AuditTap[] = [];
-  private compiledInsert: CompiledQuery<{ id: number }> | undefined;
-  private compiledFinish: CompiledQuery | undefined;
+  // Every request writes audit rows (a download two statements): compiled once (db/compiled.ts).
+  private readonly insertRow;
+  private readonly setDetail;
 
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
     /** Rows written on their own share commits with other requests' (src/db/group-commit.ts). */
     private readonly commits: GroupCommit,
-  ) {}
+  ) {
+    type Row = ReturnType<typeof rowOf>;
+    this.insertRow = prepare<
+      [Row['at'], Row['event'], Row['user_name'], Row['remote'], Row['file_id'], Row['detail']],
+      { id: number }
+    >(db, 6, (p) =>
+      db
+        .insertInto('audit')
+        .values({
+          at: p<number>(0),
+          event: p<string>(1),
+          user_name: p<string | null>(2),
+          remote: p<string | null>(3),
+          file_id: p<number | null>(4),
+          detail: p<string | null>(5),
+        })
+        .returning('id'),
+    );
+    this.setDetail = prepare<[string | null, number], never>(db, 2, (p) =>
+      db
+        .updateTable('audit')
+        .set({ detail: p<string | null>(0) })
+        .where('id', '=', p<number>(1)),
+    );
+  }
 
   tap(fn: AuditTap): void {
     this.taps.push(fn);
@@ -90,19 +115,13 @@ export class AuditLog {
     for (const tap of this.taps) await tap(db, entry, at);
   }
 
-  /**
-   * Every request writes audit rows: the insert is built and compiled by Kysely once (per
-   * instance, so per dialect) and later rows only bind their values. Returns the row's id.
-   */
+  /** Writes one row (in `db`, a transaction or the database); returns its id. */
   private async insert(db: Db, row: ReturnType<typeof rowOf>): Promise<number> {
-    this.compiledInsert ??= db
-      .insertInto('audit')
-      .values({ at: 0, event: '', user_name: null, remote: null, file_id: null, detail: null })
-      .returning('id')
-      .compile();
-    const parameters = [row.at, row.event, row.user_name, row.remote, row.file_id, row.detail];
-    const { rows } = await db.executeQuery<{ id: number }>({ ...this.compiledInsert, parameters });
-    return rows[0]!.id;
+    const inserted = await this.insertRow.first(
+      [row.at, row.event, row.user_name, row.remote, row.file_id, row.detail],
+      db,
+    );
+    return inserted!.id;
   }
 
   /**
@@ -119,8 +138,7 @@ export class AuditLog {
   /** Gives a row begun with begin() its final detail (the time stays when it began); taps run now. */
   async finish(id: number, entry: AuditEntry, db: Db): Promise<void> {
     const at = this.clock.now();
-    this.compiledFinish ??= db.updateTable('audit').set({ detail: '' }).where('id', '=', 0).compile();
-    await db.executeQuery({ ...this.compiledFinish, parameters: [rowOf(entry, at).detail, id] });
+    await this.setDetail.all([rowOf(entry, at).detail, id], db);
     for (const tap of this.taps) await tap(db, entry, at);
   }
 

@@ -109,7 +109,7 @@ export class FileStore implements BlobCatalog {
 
   /**
    * The first free " (n)" among the first `count` names, by exact lookups in the area's unique
-   * name index (the literal state lets SQLite use that partial index); undefined if all are taken.
+   * (partial) name index; undefined if all are taken.
    */
   private async freeNumberAmong(trx: Db, f: NewFile, count: number): Promise<number | undefined> {
     const candidates = Array.from({ length: count }, (_, n) => numberedName(f.name, n));
