@@ -65,6 +65,23 @@ describe('SQLite: durable commits off the event loop', () => {
             trx.insertInto('audit').values({ at: 3, event: 'download', detail: 'c' }).execute(),
           ),
       ],
+      // A write that returns rows (INSERT … RETURNING) is a "reader" to better-sqlite3; it writes all the same.
+      [
+        'insert returning',
+        () =>
+          db.insertInto('audit').values({ at: 4, event: 'download', detail: 'd' }).returning('id').execute(),
+      ],
+      [
+        'group commit of an insert returning',
+        () =>
+          commits.run((trx) =>
+            trx
+              .insertInto('audit')
+              .values({ at: 5, event: 'download', detail: 'e' })
+              .returning('id')
+              .execute(),
+          ),
+      ],
     ];
     for (const [name, write] of cases) {
       events.length = 0;

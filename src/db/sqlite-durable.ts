@@ -83,7 +83,9 @@ export function durableSqliteDialect(sqlite: SQLite.Database, file: string): Sql
   const prepare = sqlite.prepare.bind(sqlite);
   sqlite.prepare = ((source: string) => {
     const stmt = prepare(source);
-    if (!stmt.reader && !CONTROL.test(source)) dirtySeq = wal.wrote();
+    // `readonly`, not `!reader`: an INSERT … RETURNING returns rows (a "reader") and writes all the
+    // same; judged by `reader`, it was answered before its commit reached the disk.
+    if (!stmt.readonly && !CONTROL.test(source)) dirtySeq = wal.wrote();
     return stmt;
   }) as typeof sqlite.prepare;
 
