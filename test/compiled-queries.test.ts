@@ -76,3 +76,57 @@ for (const backend of ['sqlite', 'postgres'] as const) {
     });
   });
 }
+
+// On SQLite prepared queries skip Kysely's executor where that is safe (src/db/compiled.ts): the
+// isolation and durability they had through Kysely must hold all the same.
+describe('prepare (sqlite): run without Kysely where safe', () => {
+  test('reads never see a transaction still open; writes in one commit or roll back with it', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'remessa-compiled-'));
+    const { db, close } = await openDatabase({ dataDir: dir, databaseUrl: null });
+    try {
+      const count = prepare<[string], { n: number }>(db, 1, (p) =>
+        db
+          .selectFrom('audit')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('event', '=', p<string>(0)),
+      );
+      const insert = prepare<[string], { id: number }>(db, 1, (p) =>
+        db
+          .insertInto('audit')
+          .values({ at: 1, event: p<string>(0), detail: null })
+          .returning('id'),
+      );
+      // A transaction writes, stays open while a read from outside runs, then rolls back: the read
+      // must not have seen the row (it shares the one connection, so running it at once would).
+      let seenOutside: number | undefined;
+      let seenInside: number | undefined;
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      const open = db.transaction().execute(async (trx) => {
+        await insert.first(['download'], trx);
+        seenInside = (await count.first(['download'], trx))?.n;
+        await gate;
+        throw new Error('roll back');
+      });
+      await new Promise((resolve) => setImmediate(resolve));
+      const outside = count.first(['download']).then((r) => (seenOutside = r?.n));
+      release();
+      await assert.rejects(open, /roll back/);
+      await outside;
+      assert.equal(seenInside, 1, 'a transaction sees its own write');
+      assert.equal(seenOutside, 0, 'the outside read did not see the uncommitted row');
+
+      await assert.rejects(
+        db.transaction().execute(async (trx) => {
+          await insert.first(['upload'], trx);
+          throw new Error('abandon');
+        }),
+        /abandon/,
+      );
+      assert.equal((await count.first(['upload']))?.n, 0, 'a rolled-back prepared write is gone');
+    } finally {
+      await close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,8 +1,21 @@
 // Queries built and compiled once, run many times with new parameter values. Kysely otherwise
 // rebuilds the query tree and recompiles its SQL on every call, which was about half the CPU of a
 // small request (issue 13); hot paths (authentication on every request) use this instead.
-import type { Compilable, CompiledQuery } from 'kysely';
+import type SQLite from 'better-sqlite3';
+import { type Compilable, type CompiledQuery, SelectQueryNode } from 'kysely';
 import type { Db } from './database.js';
+
+/**
+ * SQLite databases whose prepared queries may skip Kysely's executor (db/database.ts registers
+ * each). better-sqlite3 is synchronous and has one connection, so Kysely's per-query promise
+ * chain (connection provider, mutex, driver) was pure overhead, about a fifth of a small
+ * download's CPU; the statement itself comes from the same statement cache.
+ */
+const directSqlite = new WeakMap<Db, SQLite.Database>();
+
+export function runPreparedDirectly(db: Db, sqlite: SQLite.Database): void {
+  directSqlite.set(db, sqlite);
+}
 
 /** Marks where the i-th argument goes; replaced in the compiled parameters, never sent. */
 const slot = (i: number) => `\u0000remessa-param-${i}\u0000`;
@@ -31,8 +44,23 @@ export function prepare<A extends unknown[], R>(
   });
   const used = new Set(sources.flatMap((s) => ('arg' in s ? [s.arg] : [])));
   if (used.size !== arity) throw new Error(`prepared query uses ${used.size} of its ${arity} arguments`);
+  const sqlite = directSqlite.get(db);
+  const isRead = SelectQueryNode.is(compiled.query);
+  /**
+   * May this run skip Kysely? Inside a transaction (`on` is one): yes, it holds the one connection
+   * and the durable driver sees the write (db/sqlite-durable.ts marks it on prepare). On the
+   * database itself: only a read, and only while no transaction is open, which it would otherwise
+   * see uncommitted; a write there goes through Kysely, whose release waits for the WAL sync.
+   */
+  const direct = (on: Db) => sqlite && (on.isTransaction || (isRead && on === db && !sqlite.inTransaction));
   const run = async (args: A, on: Db): Promise<R[]> => {
     const parameters = sources.map((s) => ('arg' in s ? args[s.arg] : s.value));
+    if (direct(on)) {
+      const stmt = sqlite!.prepare(compiled.sql);
+      if (stmt.reader) return stmt.all(parameters) as R[];
+      stmt.run(parameters);
+      return [];
+    }
     const result = await on.executeQuery<R>({ ...compiled, parameters });
     return result.rows;
   };

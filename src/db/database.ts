@@ -5,6 +5,7 @@ import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect } from 'kysely';
 import type { Config } from '../config.js';
+import { runPreparedDirectly } from './compiled.js';
 import { GroupCommit } from './group-commit.js';
 import { type Dialect, migrate } from './migrations.js';
 import type { Database } from './schema.js';
@@ -57,6 +58,7 @@ export async function openDatabase(
     // WAL lets the CLI and the server share the file; a writer is answered once its commit is
     // synced to disk, without stopping the event loop for the sync (sqlite-durable.ts).
     db = new Kysely<Database>({ dialect: durableSqliteDialect(sqlite, file) });
+    runPreparedDirectly(db, sqlite);
   }
   try {
     await migrate(db, dialect);
