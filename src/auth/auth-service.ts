@@ -144,7 +144,7 @@ export class AuthService {
       .setJti(randomToken().slice(0, 22))
       .setIssuedAt(nowSec)
       .setExpirationTime(nowSec + this.opts.tokenSeconds)
-      .sign(this.keys.jwtKey);
+      .sign(await this.keys.jwtCryptoKey);
     await this.audit.record({ event: via === 'login' ? 'login' : 'token.issued', user: user.name, remote });
     return { token, expiresIn: this.opts.tokenSeconds };
   }
@@ -153,7 +153,7 @@ export class AuthService {
   async verifyBearer(token: string): Promise<BearerSession> {
     let payload: { uid?: unknown; gen?: unknown; jti?: string; exp?: number };
     try {
-      ({ payload } = await jwtVerify(token, this.keys.jwtKey, {
+      ({ payload } = await jwtVerify(token, await this.keys.jwtCryptoKey, {
         algorithms: ['HS256'],
         issuer: this.opts.baseUrl,
         audience: this.opts.baseUrl,

@@ -35,6 +35,11 @@ export function loadOrCreateSecret(dataDir: string, explicit: string | null): st
 
 export class Keys {
   readonly jwtKey: Uint8Array;
+  /**
+   * The same key imported once for Web Crypto: given raw bytes, jose imports them again on every
+   * signature and verification (a bearer request's largest single cost after the database).
+   */
+  readonly jwtCryptoKey: Promise<CryptoKey>;
   private readonly sealKey: Buffer;
   private readonly hmacKey: Buffer;
   private readonly credentialKey: Buffer;
@@ -42,6 +47,13 @@ export class Keys {
   constructor(secret: string) {
     const derive = (info: string) => Buffer.from(hkdfSync('sha256', secret, 'remessa', info, 32));
     this.jwtKey = new Uint8Array(derive('jwt-hs256'));
+    this.jwtCryptoKey = crypto.subtle.importKey(
+      'raw',
+      new Uint8Array(this.jwtKey),
+      { name: 'HMAC', hash: 'SHA-256' },
+      false,
+      ['sign', 'verify'],
+    );
     this.sealKey = derive('seal-aes-256-gcm');
     this.hmacKey = derive('hmac-sha256');
     this.credentialKey = derive('credential-cache');

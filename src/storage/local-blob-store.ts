@@ -2,7 +2,7 @@
 // A write goes to a temp file, is fsynced, then renamed into place and its directory fsynced, so a
 // blob either exists whole or not at all. Private optimisations, used only when the native module
 // is built: putHashed (hashing and O_DIRECT writes in the thread pool) and directBody (sendfile(2)).
-import { closeSync, createReadStream, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, createReadStream, fstatSync, openSync, readSync, statSync } from 'node:fs';
 import { mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
 import { hostname } from 'node:os';
@@ -149,12 +149,17 @@ export class LocalBlobStore implements BlobStore {
     length: number,
   ): Promise<DirectBody | null> {
     if (!canSendfile(res)) return null;
-    return new SendfileBody(res, await open(this.pathOf(key), 'r'), offset, length);
+    return new SendfileBody(res, openSync(this.pathOf(key), 'r'), offset, length);
   }
 
+  /**
+   * Synchronous, as readSmall is and for the same reason: a stat (and the open above) served from
+   * the kernel's caches takes microseconds, and each trip through the thread pool cost a 1 MiB
+   * download about a tenth of its CPU on two cores (docs/benchmarks.md, small requests).
+   */
   async stat(key: string): Promise<BlobStat | null> {
     try {
-      const st = await stat(this.pathOf(key), { bigint: true });
+      const st = statSync(this.pathOf(key), { bigint: true });
       return { size: Number(st.size), fingerprint: `${st.size}-${st.mtimeNs}-${st.ino}` };
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;

@@ -2,7 +2,7 @@
 // no byte passes through JavaScript (native/sendfile.c). Measured in docs/benchmarks.md; why a
 // native module at all: docs/decisions.md. Without the module, downloads stream as before. A
 // private optimisation of the local store (LocalBlobStore.directBody): nothing above storage uses it.
-import type { FileHandle } from 'node:fs/promises';
+import { closeSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
@@ -40,7 +40,8 @@ export class SendfileBody extends Readable implements DirectBody {
 
   constructor(
     private readonly res: ServerResponse,
-    private readonly file: FileHandle,
+    /** The open file, closed by this body (synchronously: see LocalBlobStore.stat). */
+    private readonly fd: number,
     private readonly offset: number,
     private readonly length: number,
   ) {
@@ -84,7 +85,7 @@ export class SendfileBody extends Readable implements DirectBody {
       return;
     }
     try {
-      this.transfer = native.start(fd, this.file.fd, this.offset, this.length, (errno, sent) => {
+      this.transfer = native.start(fd, this.fd, this.offset, this.length, (errno, sent) => {
         this.transfer = null;
         this.sent = sent;
         this.settle(sent);
@@ -107,9 +108,11 @@ export class SendfileBody extends Readable implements DirectBody {
     if (this.transfer) nativeModule()?.cancel(this.transfer);
     else this.settle(this.sent);
     // The native side holds its own duplicate of the descriptor, so closing ours now is safe.
-    this.file.close().then(
-      () => cb(err),
-      () => cb(err),
-    );
+    try {
+      closeSync(this.fd);
+    } catch {
+      // (EBADF cannot happen: only this body closes it; EIO on close of a read-only file means nothing.)
+    }
+    cb(err);
   }
 }

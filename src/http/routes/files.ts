@@ -10,6 +10,7 @@ import type { DownloadOutcome } from '../../files/download.js';
 import type { IncomingFile } from '../../files/file-service.js';
 import type { FileWithLink } from '../../files/file-store.js';
 import { parseRecipients } from '../../files/recipients.js';
+import type { RecipientStatus } from '../../files/tracking.js';
 import type { ByteRange } from '../../storage/blob-store.js';
 import { currentUser, requireUser } from '../auth-hooks.js';
 import { sendStoredFile } from '../download-response.js';
@@ -189,7 +190,10 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
         throw bodyStreams.some((s) => s.errored === err) ? malformed(err) : err;
       }
       notify.kick(); // messages and webhook events were committed with the files
-      const status = await tracking.recipientsOf(stored.map((s) => s.file.id));
+      // Recipients' delivery status exists only for files announced to someone in this request.
+      const status = recipients
+        ? await tracking.recipientsOf(stored.map((s) => s.file.id))
+        : new Map<number, RecipientStatus[]>();
       return successEnvelope('handlerDownloadList', uploader.name, {
         files: stored.map((s) => fileEntry(config.baseUrl, uploader.lang, s, status.get(s.file.id))),
       });
