@@ -6,7 +6,7 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync } from 'node:fs';
-import { rm, writeFile } from 'node:fs/promises';
+import { open, rm, writeFile } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -23,6 +23,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '3' },
     duration: { type: 'string', default: '8' },
     sequential: { type: 'string', default: '100' },
+    warmup: { type: 'string', default: '2' },
     'no-pg': { type: 'boolean', default: false },
     help: { type: 'boolean', default: false },
   },
@@ -32,12 +33,14 @@ if (values.help) {
   --rounds      interleaved rounds (each workload measured once per round); default 3
   --duration    seconds per wrk measurement; default 8
   --sequential  uploads per method in the Bearer-vs-Basic latency case; default 100
+  --warmup      seconds of unmeasured load before each measurement (every server); default 2
   --no-pg       skip the PostgreSQL instance`);
   process.exit(0);
 }
 const ROUNDS = Number(values.rounds);
 const DURATION = Number(values.duration);
 const SEQUENTIAL = Number(values.sequential);
+const WARMUP = Number(values.warmup);
 
 interface WrkResult {
   rps: number;
@@ -61,8 +64,19 @@ function bytesOf(text: string): number {
   return Number(m[1]) * ({ B: 1, KB: KiB, MB: MiB, GB: 1024 * MiB }[m[2]!] ?? 1);
 }
 
+/**
+ * One wrk measurement, after WARMUP seconds of the same load unmeasured: every server, nginx too,
+ * gets its new connections and (for Node) its JIT warmed before the figures count. Without it the
+ * first second of a fresh burst of 200 or 1,000 connections, compiling as it goes, made Remessa's
+ * p99 alone.
+ */
 function wrk(url: string, connections: number, script?: string): WrkResult {
-  const args = ['-t2', `-c${connections}`, `-d${DURATION}s`, '--timeout', '30s', '--latency'];
+  if (WARMUP > 0) runWrk(url, connections, WARMUP, script);
+  return runWrk(url, connections, DURATION, script);
+}
+
+function runWrk(url: string, connections: number, seconds: number, script?: string): WrkResult {
+  const args = ['-t2', `-c${connections}`, `-d${seconds}s`, '--timeout', '30s', '--latency'];
   if (script) args.push('-s', script);
   const r = spawnSync('wrk', [...args, url], { encoding: 'utf8', maxBuffer: 16 * MiB });
   const out = r.stdout;
@@ -77,6 +91,43 @@ function wrk(url: string, connections: number, script?: string): WrkResult {
     errors: sock ? sock.slice(1).reduce((a, b) => a + Number(b), 0) : 0,
     non2xx: num(/Non-2xx or 3xx responses: (\d+)/),
     requests: num(/(\d+) requests in/),
+  };
+}
+
+/**
+ * The disk's own limit for the upload rows, measured in the same run: `writers` loops creating
+ * 4 KiB files with Node's fs (open, write, fdatasync, close; a new file each time, no HTTP, no
+ * database, no rename) for DURATION seconds. Every acknowledged upload needs at least this much
+ * (Remessa also renames into place and syncs the directory), so it bounds the upload rate.
+ */
+async function durableFiles(dir: string, writers: number): Promise<WrkResult> {
+  mkdirSync(dir, { recursive: true });
+  const body = randomBytes(4 * KiB);
+  const until = Date.now() + DURATION * 1000;
+  let n = 0;
+  const latencies: number[] = [];
+  await Promise.all(
+    Array.from({ length: writers }, async (_, w) => {
+      for (let i = 0; Date.now() < until; i++) {
+        const t0 = process.hrtime.bigint();
+        const fh = await open(path.join(dir, `${w}-${i}`), 'wx', 0o600);
+        await fh.write(body);
+        await fh.datasync();
+        await fh.close();
+        latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+        n++;
+      }
+    }),
+  );
+  await rm(dir, { recursive: true, force: true });
+  latencies.sort((a, b) => a - b);
+  return {
+    rps: n / DURATION,
+    p99ms: latencies[Math.floor(latencies.length * 0.99)] ?? 0,
+    mbps: (n * 4 * KiB) / DURATION / 1e6,
+    errors: 0,
+    non2xx: 0,
+    requests: n,
   };
 }
 
@@ -276,9 +327,11 @@ end
         ...(postgres ? [postgres] : []),
       ]);
       pair('1 MiB download, c1000', `${nginxOrigin}/one.bin`, (i) => i.link1m, 1000, [sqlite]);
+      const disk = await durableFiles(path.join(dir, `disk-${round}`), 16);
+      record('4 KiB upload, c16 Bearer', 'disk (fs only)', disk);
       for (const inst of [sqlite, ...(postgres ? [postgres] : [])]) {
         const r = wrk(`${inst.origin}/`, 16, await script(inst));
-        record('4 KiB upload, c16 Bearer', inst.name, r);
+        record('4 KiB upload, c16 Bearer', inst.name, r, disk);
       }
       // Sequential 4 KiB uploads, Bearer and Basic alternating (same connection, keep-alive).
       for (const inst of [sqlite, ...(postgres ? [postgres] : [])]) {
@@ -301,8 +354,9 @@ end
     }
 
     console.log(`\n## Summary over ${ROUNDS} rounds: median (min–max)\n`);
+    console.log('Reference: nginx for the downloads, the disk (fs only) row for the uploads.\n');
     console.log(
-      '| workload | server | req/s | MB/s | p99 ms | errors + non-2xx | vs nginx req/s | vs nginx p99 |',
+      '| workload | server | req/s | MB/s | p99 ms | errors + non-2xx | vs reference req/s | vs reference p99 |',
     );
     console.log('|---|---|---|---|---|---|---|---|');
     for (const row of rows.values()) {
