@@ -215,6 +215,33 @@ http {
   return { name: 'nginx', pid: child.pid!, port, root, stop: () => stop(child) };
 }
 
+/**
+ * The floor of any Node.js server on this machine: node:http answering the files of `root` from
+ * memory (read once at start), nothing else. A reference for the small-request bench: whatever a
+ * Node service adds (routing, a database, an audit trail) comes on top of this.
+ */
+export async function startBareNode(root: string, names: string[]): Promise<Server & { port: number }> {
+  const port = await freePort();
+  const script = `
+const http = require('node:http');
+const fs = require('node:fs');
+const path = require('node:path');
+const files = new Map(${JSON.stringify(names)}.map((n) => ['/' + n, fs.readFileSync(path.join(${JSON.stringify(root)}, n))]));
+http
+  .createServer((req, res) => {
+    const body = files.get(req.url);
+    if (!body) { res.statusCode = 404; res.end(); return; }
+    res.setHeader('Content-Type', 'application/octet-stream');
+    res.setHeader('Content-Length', body.length);
+    res.end(body);
+  })
+  .listen(${port}, '127.0.0.1', 4096);
+`;
+  const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'ignore', 'inherit'] });
+  await waitForPort(port, child, 'bare node');
+  return { name: 'node-http', pid: child.pid!, port, stop: () => stop(child) };
+}
+
 export async function startRemessa(
   dir: string,
   size: number,

@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { ensureNginx, type Server, startNginx, startRemessa, versionOf } from './servers.js';
+import { ensureNginx, type Server, startBareNode, startNginx, startRemessa, versionOf } from './servers.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -233,6 +233,9 @@ async function main(): Promise<void> {
     await writeFile(path.join(nginx.root, 'small.bin'), randomBytes(4 * KiB));
     await writeFile(path.join(nginx.root, 'one.bin'), randomBytes(MiB));
     const nginxOrigin = `http://127.0.0.1:${nginx.port}`;
+    const bare = await startBareNode(nginx.root, ['small.bin', 'one.bin']);
+    servers.push(bare);
+    const bareOrigin = `http://127.0.0.1:${bare.port}`;
 
     // One peer address (loopback) opens 1,000 connections: the per-address cap is off, as behind
     // a proxy (docs/security.md).
@@ -304,29 +307,32 @@ end
     for (let round = 1; round <= ROUNDS; round++) {
       console.log(`# round ${round} (load ${os.loadavg()[0]!.toFixed(2)})`);
       const nginxFirst = round % 2 === 1;
+      // Each workload: nginx, the bare Node floor and the Remessa instances, on the same file.
       const pair = (
         workload: string,
-        nginxUrl: string,
+        file: string,
         urlOf: (i: Instance) => string,
         c: number,
         which: Instance[],
       ) => {
         let ref: WrkResult | undefined;
         const runNginx = () => {
-          ref = wrk(nginxUrl, c);
+          ref = wrk(`${nginxOrigin}/${file}`, c);
           record(workload, 'nginx', ref);
         };
         if (nginxFirst) runNginx();
+        const floor = wrk(`${bareOrigin}/${file}`, c);
         const mine = which.map((i) => ({ i, r: wrk(urlOf(i), c) }));
         if (!nginxFirst) runNginx();
+        record(workload, 'node-http', floor, ref);
         for (const { i, r } of mine) record(workload, i.name, r, ref);
       };
-      pair('4 KiB download, c16', `${nginxOrigin}/small.bin`, (i) => i.link4k, 16, remessas);
-      pair('1 MiB download, c200', `${nginxOrigin}/one.bin`, (i) => i.link1m, 200, [
+      pair('4 KiB download, c16', 'small.bin', (i) => i.link4k, 16, remessas);
+      pair('1 MiB download, c200', 'one.bin', (i) => i.link1m, 200, [
         sqlite,
         ...(postgres ? [postgres] : []),
       ]);
-      pair('1 MiB download, c1000', `${nginxOrigin}/one.bin`, (i) => i.link1m, 1000, [sqlite]);
+      pair('1 MiB download, c1000', 'one.bin', (i) => i.link1m, 1000, [sqlite]);
       const disk = await durableFiles(path.join(dir, `disk-${round}`), 16);
       record('4 KiB upload, c16 Bearer', 'disk (fs only)', disk);
       for (const inst of [sqlite, ...(postgres ? [postgres] : [])]) {
@@ -354,7 +360,9 @@ end
     }
 
     console.log(`\n## Summary over ${ROUNDS} rounds: median (min–max)\n`);
-    console.log('Reference: nginx for the downloads, the disk (fs only) row for the uploads.\n');
+    console.log(
+      'Reference: nginx for the downloads (node-http: node:http answering the same bytes from memory, the floor of any Node server here), the disk (fs only) row for the uploads.\n',
+    );
     console.log(
       '| workload | server | req/s | MB/s | p99 ms | errors + non-2xx | vs reference req/s | vs reference p99 |',
     );

@@ -19,6 +19,15 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/**
+ * Connections the kernel may hold for us before accept(). Node's default, 511, overflowed when a
+ * thousand clients connected at once while the event loop was busy: the kernel dropped their
+ * handshakes and the clients waited out SYN-ACK retransmissions (1 s, 3 s…), which was most of the
+ * seconds-long p99 of 1 MiB downloads at 1,000 connections (docs/benchmarks.md). Linux caps the
+ * value at net.core.somaxconn (4096 by default since 5.4); SYN cookies still guard against floods.
+ */
+const LISTEN_BACKLOG = 4096;
+
 export async function startServer(
   config: Config,
   log: Logger,
@@ -30,7 +39,7 @@ export async function startServer(
   let metricsServer: Awaited<ReturnType<typeof startMetricsServer>> | null = null;
   try {
     app = await buildApp(services, opts);
-    await app.listen({ port: config.port, host: config.host });
+    await app.listen({ port: config.port, host: config.host, backlog: LISTEN_BACKLOG });
     if (config.metricsPort !== null)
       metricsServer = await startMetricsServer(
         services.metrics,
