@@ -7,7 +7,6 @@ import {
   createReadStream,
   fstatSync,
   fsync,
-  mkdirSync,
   openSync,
   readSync,
   renameSync,
@@ -45,13 +44,17 @@ async function syncDirectory(dir: string): Promise<void> {
   }
 }
 
-/** rename(2) into a shard directory, made on first use (or again, if something removed it). */
-function renameIntoShard(from: string, to: string): void {
+/**
+ * rename(2) into a shard directory, made on first use (or again, if something removed it). The
+ * mkdir goes through the thread pool: a new directory waits for the filesystem's journal, which
+ * under a stream of fsyncs took long enough to stall every request (a fresh store makes 4,096).
+ */
+async function renameIntoShard(from: string, to: string): Promise<void> {
   try {
     renameSync(from, to);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    mkdirSync(path.dirname(to), { recursive: true, mode: 0o700 });
+    await mkdir(path.dirname(to), { recursive: true, mode: 0o700 });
     renameSync(from, to);
   }
 }
@@ -115,7 +118,7 @@ export class LocalBlobStore implements BlobStore {
       const written = await write(fh);
       // The metadata steps by direct system calls, as stat is (each trip through the thread pool
       // cost a small upload more CPU than the step); only the directory's fsync waits there.
-      renameIntoShard(tmp, final);
+      await renameIntoShard(tmp, final);
       await syncDirectory(path.dirname(final));
       const st = await this.stat(key);
       return { ...written, fingerprint: st!.fingerprint };
