@@ -7,6 +7,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FileRow } from '../db/schema.js';
 import { AppError } from '../errors.js';
 import type { BlobAccess, DownloadOutcome } from '../files/download.js';
+import { received } from '../memory.js';
 import type { ByteRange } from '../storage/blob-store.js';
 
 /** Files up to this size are answered from one read into memory instead of a stream. */
@@ -86,6 +87,7 @@ class DownloadMeter extends Transform {
   }
   override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
     this.bytes += chunk.length;
+    received(chunk.length);
     if (!this.hash) {
       cb(null, chunk);
       return;
