@@ -3,9 +3,10 @@
 // 1. Every socket read arrives in a fresh buffer that V8 counts as external memory and frees only
 //    when a collection runs; on V8's own schedule 30–60 MB of already-written chunks piled up
 //    during a big upload, and the same during a download streamed from S3 (a 2 GiB one peaked
-//    at 197 MiB resident, the bound being 200 MB). A minor (young-generation) collection every RECLAIM_EVERY received bytes
-//    frees them promptly; with the young generation `remessa serve` runs with
-//    (--max-semi-space-size=4 in bin/remessa.js) it takes well under a millisecond.
+//    at 197 MiB resident, the bound being 200 MB). A minor (young-generation) collection every
+//    RECLAIM_EVERY bytes that pass through frees them promptly; with the young generation
+//    `remessa serve` runs with (--max-semi-space-size=4 in bin/remessa.js) it takes well under a
+//    millisecond.
 // 2. glibc keeps memory freed by several threads mapped in per-thread arenas: each large upload
 //    left ~20 MB more resident. A fixed malloc trim threshold (native module) gives it back.
 // 3. V8 sizes the old generation's next limit from what survived the last full collection. For a

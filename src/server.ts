@@ -21,10 +21,10 @@ export interface RunningServer {
 
 /**
  * Connections the kernel may hold for us before accept(). Node's default, 511, overflowed when a
- * thousand clients connected at once while the event loop was busy: the kernel dropped their
- * handshakes and the clients waited out SYN-ACK retransmissions (1 s, 3 s…), which was most of the
- * seconds-long p99 of 1 MiB downloads at 1,000 connections (docs/benchmarks.md). Linux caps the
- * value at net.core.somaxconn (4096 by default since 5.4); SYN cookies still guard against floods.
+ * thousand clients connected at once while the event loop was busy (`nstat TcpExtListenOverflows`:
+ * ~5,000 per benchmark run): the kernel dropped their handshakes and the clients waited out SYN-ACK
+ * retransmissions (1 s, 3 s…). Linux caps the value at net.core.somaxconn (4096 by default since
+ * 5.4); SYN cookies still guard against floods.
  */
 const LISTEN_BACKLOG = 4096;
 

@@ -8,8 +8,8 @@ import type { Db } from './database.js';
 /**
  * SQLite databases whose prepared queries may skip Kysely's executor (db/database.ts registers
  * each). better-sqlite3 is synchronous and has one connection, so Kysely's per-query promise
- * chain (connection provider, mutex, driver) was pure overhead, about a fifth of a small
- * download's CPU; the statement itself comes from the same statement cache.
+ * chain (connection provider, mutex, driver) was overhead on every statement of every request;
+ * the statement itself comes from the same statement cache.
  */
 const directSqlite = new WeakMap<Db, SQLite.Database>();
 

@@ -37,7 +37,7 @@ export class Keys {
   readonly jwtKey: Uint8Array;
   /**
    * The same key imported once for Web Crypto: given raw bytes, jose imports them again on every
-   * signature and verification (a bearer request's largest single cost after the database).
+   * signature and verification (a few percent of a bearer upload's CPU in a profile).
    */
   readonly jwtCryptoKey: Promise<CryptoKey>;
   private readonly sealKey: Buffer;
