@@ -27,6 +27,16 @@
 #define CALL_BYTES (1u << 20) /* per sendfile(2) call: bounds how long a disk read holds the thread */
 #define TURN_BYTES (16u << 20) /* per wake-up, then the other transfers get their turn */
 
+/* One thread-safe function per Node environment carries every transfer's completion to its JS
+   thread. (One per transfer meant a libuv async handle per download in flight, created and closed
+   each time, and every wake-up of the loop scanned all of them: at 1,000 connections, 1,000.) It is
+   referenced, keeping the loop alive, only while transfers are in flight, as a handle per transfer
+   did. */
+typedef struct {
+  napi_threadsafe_function tsfn;
+  int64_t in_flight; /* JS thread only */
+} completions_t;
+
 typedef struct transfer {
   int sock, file;
   off_t offset;
@@ -36,7 +46,9 @@ typedef struct transfer {
   int cancelled, closed; /* under lock */
   int refs;              /* the JS handle and the completion call; touched on the JS thread only */
   pthread_mutex_t lock;
-  napi_threadsafe_function done;
+  napi_threadsafe_function done; /* the environment's completions */
+  napi_ref callback;             /* done(errno, sent) */
+  completions_t *completions;
 } transfer_t;
 
 static int epfd = -1;
@@ -57,9 +69,9 @@ static void finish(transfer_t *t, int error) {
   t->closed = 1;
   t->error = t->cancelled ? ECANCELED : error;
   pthread_mutex_unlock(&t->lock);
-  /* Fails only while Node is shutting down; the transfer's memory is then left to the exit. */
+  /* The queue is unbounded, so this never blocks. Fails only while Node is shutting down; the
+     transfer's memory is then left to the exit. */
   napi_call_threadsafe_function(t->done, t, napi_tsfn_blocking);
-  napi_release_threadsafe_function(t->done, napi_tsfn_release);
 }
 
 static void arm(transfer_t *t, int op) {
@@ -132,18 +144,51 @@ static int start_worker(void) {
   return error;
 }
 
-/* JS thread: runs `done(errno, sent)`. */
-static void call_done(napi_env env, napi_value callback, void *context, void *data) {
+/* JS thread: runs the transfer's `done(errno, sent)`. */
+static void call_done(napi_env env, napi_value unused, void *context, void *data) {
+  (void)unused;
   (void)context;
   transfer_t *t = data;
-  if (env != NULL && callback != NULL) {
-    napi_value undefined, argv[2];
-    napi_get_undefined(env, &undefined);
-    napi_create_int32(env, t->error, &argv[0]);
-    napi_create_double(env, (double)__atomic_load_n(&t->sent, __ATOMIC_RELAXED), &argv[1]);
-    napi_call_function(env, undefined, callback, 2, argv, NULL);
+  if (env != NULL) {
+    napi_value callback, undefined, argv[2];
+    if (napi_get_reference_value(env, t->callback, &callback) == napi_ok && callback != NULL) {
+      napi_get_undefined(env, &undefined);
+      napi_create_int32(env, t->error, &argv[0]);
+      napi_create_double(env, (double)__atomic_load_n(&t->sent, __ATOMIC_RELAXED), &argv[1]);
+      napi_call_function(env, undefined, callback, 2, argv, NULL);
+    }
+    napi_delete_reference(env, t->callback);
+    if (--t->completions->in_flight == 0) napi_unref_threadsafe_function(env, t->completions->tsfn);
   }
   unref(t);
+}
+
+static void free_completions(napi_env env, void *data, void *hint) {
+  (void)env;
+  (void)hint;
+  free(data); /* the thread-safe function itself goes with the environment */
+}
+
+/* The environment's completions, made on first use; NULL if they could not be. */
+static completions_t *completions_of(napi_env env) {
+  completions_t *c = NULL;
+  if (napi_get_instance_data(env, (void **)&c) == napi_ok && c != NULL) return c;
+  c = calloc(1, sizeof *c);
+  if (c == NULL) return NULL;
+  napi_value name;
+  napi_create_string_utf8(env, "remessa.sendfile", NAPI_AUTO_LENGTH, &name);
+  if (napi_create_threadsafe_function(env, NULL, NULL, name, 0, 1, NULL, NULL, NULL, call_done, &c->tsfn) !=
+      napi_ok) {
+    free(c);
+    return NULL;
+  }
+  napi_unref_threadsafe_function(env, c->tsfn);
+  if (napi_set_instance_data(env, c, free_completions, NULL) != napi_ok) {
+    napi_release_threadsafe_function(c->tsfn, napi_tsfn_abort);
+    free(c);
+    return NULL;
+  }
+  return c;
 }
 
 static void release_handle(napi_env env, void *data, void *hint) {
@@ -187,11 +232,8 @@ napi_value sendfile_start(napi_env env, napi_callback_info info) {
   if (t->sock < 0) error = errno;
   t->file = error ? -1 : fcntl(file, F_DUPFD_CLOEXEC, 0);
   if (!error && t->file < 0) error = errno;
-  napi_value name;
-  napi_create_string_utf8(env, "remessa.sendfile", NAPI_AUTO_LENGTH, &name);
-  if (!error &&
-      napi_create_threadsafe_function(env, argv[4], NULL, name, 0, 1, NULL, NULL, NULL, call_done, &t->done) !=
-          napi_ok)
+  t->completions = error ? NULL : completions_of(env);
+  if (!error && (t->completions == NULL || napi_create_reference(env, argv[4], 1, &t->callback) != napi_ok))
     error = ENOMEM;
   if (error) {
     if (t->sock >= 0) close(t->sock);
@@ -200,6 +242,8 @@ napi_value sendfile_start(napi_env env, napi_callback_info info) {
     free(t);
     return throw_errno(env, "sendfile could not start", error);
   }
+  t->done = t->completions->tsfn;
+  if (t->completions->in_flight++ == 0) napi_ref_threadsafe_function(env, t->done);
   napi_value handle;
   napi_create_external(env, t, release_handle, NULL, &handle);
   /* From here on the worker owns the descriptors and calls `done` exactly once. */
