@@ -46,9 +46,8 @@ typedef struct transfer {
   int cancelled, closed; /* under lock */
   int refs;              /* the JS handle and the completion call; touched on the JS thread only */
   pthread_mutex_t lock;
-  napi_threadsafe_function done; /* the environment's completions */
-  napi_ref callback;             /* done(errno, sent) */
-  completions_t *completions;
+  napi_ref callback;          /* done(errno, sent) */
+  completions_t *completions; /* the environment's: carries `done` to the JS thread */
 } transfer_t;
 
 static int epfd = -1;
@@ -71,7 +70,7 @@ static void finish(transfer_t *t, int error) {
   pthread_mutex_unlock(&t->lock);
   /* The queue is unbounded, so this never blocks. Fails only while Node is shutting down; the
      transfer's memory is then left to the exit. */
-  napi_call_threadsafe_function(t->done, t, napi_tsfn_blocking);
+  napi_call_threadsafe_function(t->completions->tsfn, t, napi_tsfn_blocking);
 }
 
 static void arm(transfer_t *t, int op) {
@@ -242,8 +241,7 @@ napi_value sendfile_start(napi_env env, napi_callback_info info) {
     free(t);
     return throw_errno(env, "sendfile could not start", error);
   }
-  t->done = t->completions->tsfn;
-  if (t->completions->in_flight++ == 0) napi_ref_threadsafe_function(env, t->done);
+  if (t->completions->in_flight++ == 0) napi_ref_threadsafe_function(env, t->completions->tsfn);
   napi_value handle;
   napi_create_external(env, t, release_handle, NULL, &handle);
   /* From here on the worker owns the descriptors and calls `done` exactly once. */

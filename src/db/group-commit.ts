@@ -1,8 +1,8 @@
 // Group commit: small writes of many requests (audit rows, counters, upload rows) share one
 // transaction, so one commit, one fsync, makes all of them durable. Every caller still gets its
 // answer only after that commit: nothing is acknowledged before it is on disk (for SQLite, after
-// its WAL sync: db/sqlite-durable.ts). What gets batched is whatever arrived while the previous commit was running
-// (or in the same turn of the event loop), so an idle server adds no waiting.
+// its WAL sync: db/sqlite-durable.ts). What gets batched is whatever arrived while the previous
+// commit was running (or in the same turn of the event loop), so an idle server adds no waiting.
 import type { Db } from './database.js';
 
 /** A unit of work: runs in a transaction shared with others, so it must only use `trx`. */

@@ -20,7 +20,10 @@ import path from 'node:path';
 import type SQLite from 'better-sqlite3';
 import { type DatabaseConnection, SqliteDialect, SqliteDriver } from 'kysely';
 
-/** Statements that do not write rows themselves (a transaction's writes mark it dirty). */
+/**
+ * Statements that do not write rows themselves (a transaction's writes mark it dirty). SQLite calls
+ * most of them read-only already, but not BEGIN IMMEDIATE or EXCLUSIVE.
+ */
 const CONTROL = /^\s*(begin|commit|end|rollback|savepoint|release)\b/i;
 
 /** Ordered fdatasyncs of the WAL: `wait(n)` resolves once a sync that started after write n is done. */

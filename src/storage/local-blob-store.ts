@@ -3,6 +3,7 @@
 // blob either exists whole or not at all. Private optimisations, used only when the native module
 // is built: putHashed (hashing and O_DIRECT writes in the thread pool) and directBody (sendfile(2)).
 import {
+  type BigIntStats,
   closeSync,
   createReadStream,
   fstatSync,
@@ -30,6 +31,11 @@ import {
 } from './blob-store.js';
 import { canSendfile, SendfileBody } from './sendfile-body.js';
 import { writeHashed, writePlain } from './upload-sink.js';
+
+/** What identifies one version of a blob file: size, modification time and inode. */
+function fingerprintOf(st: BigIntStats): string {
+  return `${st.size}-${st.mtimeNs}-${st.ino}`;
+}
 
 /** This machine's name as it appears in temp file names and write intents. */
 export const HOST = hostname().replace(/[^A-Za-z0-9-]/g, '_');
@@ -153,7 +159,7 @@ export class LocalBlobStore implements BlobStore {
       // fstat of the open file: the fingerprint is that of the bytes read below.
       const st = fstatSync(fd, { bigint: true });
       const size = Number(st.size);
-      const stat = { size, fingerprint: `${st.size}-${st.mtimeNs}-${st.ino}` };
+      const stat = { size, fingerprint: fingerprintOf(st) };
       if (size > maxBytes) return { stat, data: null };
       const data = Buffer.allocUnsafe(size);
       let got = 0;
@@ -186,7 +192,7 @@ export class LocalBlobStore implements BlobStore {
   async stat(key: string): Promise<BlobStat | null> {
     try {
       const st = statSync(this.pathOf(key), { bigint: true });
-      return { size: Number(st.size), fingerprint: `${st.size}-${st.mtimeNs}-${st.ino}` };
+      return { size: Number(st.size), fingerprint: fingerprintOf(st) };
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw err;
