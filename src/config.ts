@@ -29,6 +29,11 @@ export interface Config {
   backupDays: number;
   retireOnDownload: boolean;
   maxFileSize: number;
+  /**
+   * Uploads known (from Content-Length) to be at most this many bytes are kept in the database,
+   * committed with their row: no file, no object, one shared sync (docs/decisions.md). 0: never.
+   */
+  inlineMaxBytes: number;
   /** 'changed': re-hash a blob before serving only when it changed on disk; 'always': hash every full download too */
   verifyDownloads: 'changed' | 'always';
   /** 'auto': downloads go out by sendfile(2) when the native module is built; 'off': always streamed */
@@ -181,14 +186,15 @@ class Reader {
 }
 
 /** Size with an optional unit: 1073741824, 1GiB, 500MB, 10k. */
-function parseSize(name: string, raw: string): number {
+function parseSize(name: string, raw: string, min = 1, max = Number.MAX_SAFE_INTEGER): number {
   const m = /^(\d+)\s*([kmgt]?i?b?)?$/i.exec(raw.trim());
   if (!m) throw new ConfigError(`${name} must be a size such as 1073741824 or 1GiB, got "${raw}"`);
   const unit = (m[2] ?? '').toLowerCase().replace(/i?b$/, '');
   const mult = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 }[unit];
   if (mult === undefined) throw new ConfigError(`${name}: unknown unit in "${raw}"`);
   const n = Number(m[1]) * mult;
-  if (n < 1) throw new ConfigError(`${name} must be at least 1 byte`);
+  if (n < min) throw new ConfigError(`${name} must be at least ${min} byte${min === 1 ? '' : 's'}`);
+  if (n > max) throw new ConfigError(`${name} must be at most ${max} bytes`);
   return n;
 }
 
@@ -260,6 +266,12 @@ export function loadConfig(env: Source = process.env): Config {
     backupDays: r.int('REMESSA_BACKUP_DAYS', 30, 0),
     retireOnDownload: r.bool('REMESSA_RETIRE_ON_DOWNLOAD', false),
     maxFileSize: maxFileSizeRaw ? parseSize('REMESSA_MAX_FILE_SIZE', maxFileSizeRaw) : 1024 ** 3,
+    inlineMaxBytes: parseSize(
+      'REMESSA_INLINE_MAX_SIZE',
+      r.str('REMESSA_INLINE_MAX_SIZE', '64KiB'),
+      0,
+      1024 ** 2,
+    ),
     verifyDownloads: r.oneOf('REMESSA_VERIFY_DOWNLOADS', ['changed', 'always'] as const, 'changed'),
     sendfile: r.oneOf('REMESSA_SENDFILE', ['auto', 'off'] as const, 'auto'),
     directIo: r.oneOf('REMESSA_DIRECT_IO', ['auto', 'off'] as const, 'auto'),

@@ -138,7 +138,7 @@ async function assemble(
   // tus uploads' chunks are owned by their rows as files' blobs are by theirs.
   const reconciler = new StorageReconciler(blobs, intents, catalogOf(fileStore, uploadStore), clock, log);
   await reconciler.reconcile();
-  const writer = new BlobWriter(blobs, intents, clock);
+  const writer = new BlobWriter(blobs, intents, clock, config.inlineMaxBytes);
   const files = new FileService(db, fileStore, writer, audit, users, keys, clock, config, database.commits);
   const webhookStore = new WebhookStore(db);
   const webhookTransport = new WebhookTransport(webhookStore, keys, clock, {

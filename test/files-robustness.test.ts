@@ -256,7 +256,9 @@ describe('damaged contents are detected on download', () => {
   let t: TestServer;
   const auth = basic('integrity', 'integrity-password');
   before(async () => {
-    t = await startTestServer();
+    // These damage blob files on disk, small ones too: nothing is kept in the database here
+    // (contents in the database: files-in-database.test.ts).
+    t = await startTestServer({ env: { REMESSA_INLINE_MAX_SIZE: '0' } });
     await t.createUser('integrity', 'integrity-password');
   });
   after(() => t.close());
@@ -301,7 +303,9 @@ describe('damaged contents are detected on download', () => {
   });
 
   test('REMESSA_VERIFY_DOWNLOADS=always catches silent corruption: small → 500, large → broken transfer', async () => {
-    const v = await startTestServer({ env: { REMESSA_VERIFY_DOWNLOADS: 'always' } });
+    const v = await startTestServer({
+      env: { REMESSA_VERIFY_DOWNLOADS: 'always', REMESSA_INLINE_MAX_SIZE: '0' },
+    });
     try {
       await v.createUser('integrity', 'integrity-password');
       const silently = async (size: number, name: string) => {

@@ -128,7 +128,8 @@ for (const kind of ['local', 's3'] as const) {
     const auth = basic('checker', 'checker-password');
     before(async () => {
       bucket = kind === 's3' ? await createTestBucket('check/') : undefined;
-      t = await startTestServer({ env: { ...bucket?.env } });
+      // Files of a few bytes: kept in the blob store (not the database) for the check to look at.
+      t = await startTestServer({ env: { REMESSA_INLINE_MAX_SIZE: '0', ...bucket?.env } });
       await t.createUser('checker', 'checker-password');
     });
     after(() => closeAll(t, () => bucket?.drop() ?? Promise.resolve()));

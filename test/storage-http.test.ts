@@ -63,7 +63,8 @@ for (const s of stores) {
       const setup = await s.setup();
       drop = setup.drop;
       t = await startTestServer({
-        env: { REMESSA_LINK_DAYS: '1', REMESSA_BACKUP_DAYS: '1', ...setup.env },
+        // Every file through the store under test, small ones too.
+        env: { REMESSA_LINK_DAYS: '1', REMESSA_BACKUP_DAYS: '1', REMESSA_INLINE_MAX_SIZE: '0', ...setup.env },
         blobStore: setup.blobStore,
         startWorkers: false,
       });
@@ -146,7 +147,8 @@ describe('a blob store that fails at each step', () => {
     t = await startTestServer({
       blobStore: store,
       startWorkers: false,
-      env: { REMESSA_LINK_DAYS: '1', REMESSA_BACKUP_DAYS: '0' },
+      // Small files would not reach the failing store at all.
+      env: { REMESSA_LINK_DAYS: '1', REMESSA_BACKUP_DAYS: '0', REMESSA_INLINE_MAX_SIZE: '0' },
     });
     await t.createUser('fail', 'fail-password');
   });

@@ -273,6 +273,22 @@ const auditByAddress: Migration = {
   },
 };
 
+// Issue 13: small uploads' contents live in the database, committed in the transaction of their
+// row (src/files/file-store.ts; docs/decisions.md, "Small files in the database").
+const fileContents = (dialect: Dialect): Migration => ({
+  async up(db: AnyDb) {
+    await db.schema
+      .createTable('file_contents')
+      .addColumn('blob_key', 'text', (c) => c.primaryKey())
+      .addColumn('data', dialect === 'postgres' ? 'bytea' : 'blob', (c) => c.notNull())
+      .execute();
+    await db.schema
+      .alterTable('files')
+      .addColumn('contents_in_db', 'integer', (c) => c.notNull().defaultTo(0))
+      .execute();
+  },
+});
+
 const migrations = (dialect: Dialect): Record<string, Migration> => ({
   '0001_initial': initial(dialect),
   '0002_change_tokens_user': changeTokensByUser,
@@ -282,6 +298,7 @@ const migrations = (dialect: Dialect): Record<string, Migration> => ({
   '0016_webhooks': webhooks(dialect),
   '0014_uploads': uploads,
   '0017_audit_by_address': auditByAddress,
+  '0018_file_contents': fileContents(dialect),
 });
 
 class StaticProvider implements MigrationProvider {

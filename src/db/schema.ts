@@ -49,6 +49,8 @@ export interface FilesTable {
   blob_key: string;
   /** size-mtime-inode of the blob when written; null for rows from before it was recorded */
   blob_fingerprint: string | null;
+  /** 1: the contents are in file_contents under blob_key, not in the blob store */
+  contents_in_db: Generated<number>;
   /** 'area' | 'backup' */
   state: string;
   created_at: number;
@@ -58,6 +60,12 @@ export interface FilesTable {
   /** when a backup file is purged */
   purge_at: number | null;
   message: string | null;
+}
+
+/** Small files' contents, kept with their row (files.contents_in_db = 1). */
+export interface FileContentsTable {
+  blob_key: string;
+  data: Buffer;
 }
 
 export interface LinksTable {
@@ -187,6 +195,7 @@ export interface Database {
   revoked_tokens: RevokedTokensTable;
   audit: AuditTable;
   files: FilesTable;
+  file_contents: FileContentsTable;
   links: LinksTable;
   outbox: OutboxTable;
   change_tokens: ChangeTokensTable;

@@ -1,6 +1,6 @@
 // Files in user areas: storing uploads, resolving download tokens, listing areas (DESIGN §4).
 // Knows nothing of HTTP: routes hand it streams and present what it returns.
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import mime from 'mime-types';
 import type { AuditLog, DetailedEntry } from '../audit/audit-log.js';
 import type { Clock } from '../clock.js';
@@ -11,7 +11,7 @@ import type { FileRow, LinkRow, UserRow } from '../db/schema.js';
 import { AppError, badRequest, unauthorized } from '../errors.js';
 import { type Keys, randomToken, sha256 } from '../security/keys.js';
 import type { ByteRange, StoredBlob } from '../storage/blob-store.js';
-import type { BlobWriter } from '../storage/blob-writer.js';
+import { type BlobWriter, IN_DATABASE } from '../storage/blob-writer.js';
 import type { UserService } from '../users/user-service.js';
 import type { BlobAccess, DownloadOutcome } from './download.js';
 import type { FileStore, FileWithLink, NewFile } from './file-store.js';
@@ -19,10 +19,15 @@ import { sanitizeFileName } from './names.js';
 
 const DAY = 24 * 3600 * 1000;
 
+/** The keys of blobs written to the store (contents kept for the database have none there). */
+const storeKeys = (blobs: StoredBlob[]) => blobs.filter((b) => !b.contents).map((b) => b.key);
+
 /** One incoming file: the name the client gave for it (if any) and its contents. */
 export interface IncomingFile {
   filename: string | undefined;
   stream: Readable;
+  /** At most this many bytes, when known before reading (the request's Content-Length). */
+  sizeBound?: number;
 }
 
 /** Who an upload is announced to (query `m` and `c`, already validated and normalised). */
@@ -126,11 +131,15 @@ export class FileService {
   blobAccess(file: FileRow, remote: string | null): BlobAccess {
     const blobs = this.writer.store;
     const directBody = blobs.directBody?.bind(blobs);
+    const stored = file.contents_in_db ? this.contentsInDatabase(file.blob_key) : null;
     return {
-      open: (range) => blobs.read(file.blob_key, range),
-      directBody: directBody && ((res, offset, length) => directBody(file.blob_key, res, offset, length)),
-      stat: () => blobs.stat(file.blob_key),
-      readSmall: (maxBytes) => blobs.readSmall(file.blob_key, maxBytes),
+      open: stored?.open ?? ((range) => blobs.read(file.blob_key, range)),
+      directBody:
+        stored || !directBody
+          ? undefined
+          : (res, offset, length) => directBody(file.blob_key, res, offset, length),
+      stat: stored?.stat ?? (() => blobs.stat(file.blob_key)),
+      readSmall: stored?.readSmall ?? ((maxBytes) => blobs.readSmall(file.blob_key, maxBytes)),
       verified: (fingerprint) => this.store.setFingerprint(file.id, fingerprint),
       verify: this.config.verifyDownloads,
       stallSeconds: this.config.stallSeconds,
@@ -142,6 +151,27 @@ export class FileService {
           remote,
           detail: { name: file.name, reason },
         }),
+    };
+  }
+
+  /** The reads of BlobAccess for contents kept in the database with the row. */
+  private contentsInDatabase(key: string): Pick<BlobAccess, 'open' | 'stat' | 'readSmall'> {
+    const small = async (maxBytes: number) => {
+      const data = await this.store.contents(key);
+      if (!data) return null;
+      return {
+        stat: { size: data.length, fingerprint: IN_DATABASE },
+        data: data.length <= maxBytes ? data : null,
+      };
+    };
+    return {
+      readSmall: small,
+      stat: async () => (await small(0))?.stat ?? null,
+      open: async (range) => {
+        const data = await this.store.contents(key);
+        if (!data) throw new Error(`contents of ${key} missing from the database`);
+        return Readable.from([range ? data.subarray(range.start, range.end + 1) : data]);
+      },
     };
   }
 
@@ -166,7 +196,7 @@ export class FileService {
         if (f.filename) sanitizeFileName(f.filename);
         written.push({
           filename: f.filename,
-          blob: await this.writer.write(f.stream, this.config.maxFileSize),
+          blob: await this.writer.write(f.stream, this.config.maxFileSize, f.sizeBound),
         });
       }
       if (written.length === 0) throw badRequest('no file in the request');
@@ -181,11 +211,7 @@ export class FileService {
         names,
       );
     } catch (err) {
-      await this.failed(
-        req,
-        written.map((w) => w.blob.key),
-        err,
-      );
+      await this.failed(req, storeKeys(written.map((w) => w.blob)), err);
       throw err;
     }
   }
@@ -249,14 +275,12 @@ export class FileService {
               createdAt: now,
               expiresAt: now + this.config.linkDays * DAY,
               message: req.message,
+              contents: blob.contents,
             };
             const file = await this.store.insertFile(trx, f);
             out.push({ file, ...(await this.createLink(trx, file.id, 'owner')) });
           }
-          await this.writer.settle(
-            trx,
-            blobs.map((b) => b.key),
-          );
+          await this.writer.settle(trx, storeKeys(blobs));
           for (const hook of this.uploadHooks) await hook(trx, out, req);
           await within?.(trx, out);
           for (const s of out) {

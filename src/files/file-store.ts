@@ -22,6 +22,8 @@ export interface NewFile {
   createdAt: number;
   expiresAt: number;
   message: string | null;
+  /** Small files: the contents themselves, committed with the row instead of a blob. */
+  contents?: Buffer;
 }
 
 export interface NewLink {
@@ -41,6 +43,9 @@ export interface FileWithLink {
 
 export const PAGE_SIZE = 100;
 
+/** Names tried by exact lookup before scanning the area: "a.txt" to "a (15).txt". */
+const NAME_CANDIDATES = 16;
+
 /** First key of the area advisory locks (the second is the owner id). */
 const AREA_LOCK = 0x52454d; // 'REM'
 
@@ -49,6 +54,12 @@ export class FileStore implements BlobCatalog {
   private readonly linkByTokenHash;
   private readonly fileById;
   private readonly countDownloadQuery;
+  private readonly contentsByKey;
+  // And every upload these.
+  private readonly insertContents;
+  private readonly insertFileQuery;
+  private readonly takenNames;
+  private readonly insertLinkQuery;
 
   constructor(
     private readonly db: Db,
@@ -66,6 +77,87 @@ export class FileStore implements BlobCatalog {
         .set((eb) => ({ downloads: eb('downloads', '+', 1) }))
         .where('id', '=', p<number>(0)),
     );
+    this.contentsByKey = prepare<[string], { data: Buffer }>(db, 1, (p) =>
+      db.selectFrom('file_contents').select('data').where('blob_key', '=', p<string>(0)),
+    );
+    this.insertContents = prepare<[string, Buffer], never>(db, 2, (p) =>
+      db.insertInto('file_contents').values({ blob_key: p<string>(0), data: p<Buffer>(1) }),
+    );
+    type FileArgs = [
+      number,
+      number,
+      string,
+      number,
+      string,
+      string,
+      string,
+      string,
+      number,
+      number,
+      number,
+      string | null,
+    ];
+    this.insertFileQuery = prepare<FileArgs, FileRow>(db, 12, (p) =>
+      db
+        .insertInto('files')
+        .values({
+          owner_id: p(0),
+          uploader_id: p(1),
+          name: p(2),
+          length: p(3),
+          sha256: p(4),
+          content_type: p(5),
+          blob_key: p(6),
+          blob_fingerprint: p(7),
+          contents_in_db: p(8),
+          state: 'area',
+          created_at: p(9),
+          expires_at: p(10),
+          retired_at: null,
+          purge_at: null,
+          message: p(11),
+        })
+        .returningAll(),
+    );
+    this.takenNames = prepare<[number, ...string[]], { name: string }>(db, 1 + NAME_CANDIDATES, (p) =>
+      db
+        .selectFrom('files')
+        .select('name')
+        .where('owner_id', '=', p<number>(0))
+        .where('state', '=', sql.lit('area'))
+        .where(
+          'name',
+          'in',
+          Array.from({ length: NAME_CANDIDATES }, (_, i) => p<string>(i + 1)),
+        ),
+    );
+    type LinkArgs = [number, string, string, string, string | null, string | null, number];
+    this.insertLinkQuery = prepare<LinkArgs, LinkRow>(db, 7, (p) =>
+      db
+        .insertInto('links')
+        .values({
+          file_id: p(0),
+          token_hash: p(1),
+          token_sealed: p(2),
+          kind: p(3),
+          recipient_email: p(4),
+          recipient_mobile: p(5),
+          pin_hash: null,
+          pin_expires_at: null,
+          pin_sent_at: null,
+          pin_failures: 0,
+          locked_until: 0,
+          revoked: 0,
+          downloads: 0,
+          created_at: p(6),
+        })
+        .returningAll(),
+    );
+  }
+
+  /** The contents of a file kept in the database (files.contents_in_db), or undefined. */
+  async contents(blobKey: string): Promise<Buffer | undefined> {
+    return (await this.contentsByKey.first([blobKey]))?.data;
   }
 
   /**
@@ -84,42 +176,36 @@ export class FileStore implements BlobCatalog {
    * violation and the caller retries the transaction.
    */
   async insertFile(trx: Db, f: NewFile): Promise<FileRow> {
-    const n = (await this.freeNumberAmong(trx, f, 16)) ?? (await this.freeNumberByScan(trx, f));
-    return trx
-      .insertInto('files')
-      .values({
-        owner_id: f.ownerId,
-        uploader_id: f.uploaderId,
-        name: numberedName(f.name, n),
-        length: f.length,
-        sha256: f.sha256,
-        content_type: f.contentType,
-        blob_key: f.blobKey,
-        blob_fingerprint: f.blobFingerprint,
-        state: 'area',
-        created_at: f.createdAt,
-        expires_at: f.expiresAt,
-        retired_at: null,
-        purge_at: null,
-        message: f.message,
-      })
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    const n = (await this.freeNumberAmong(trx, f)) ?? (await this.freeNumberByScan(trx, f));
+    if (f.contents) await this.insertContents.all([f.blobKey, f.contents], trx);
+    const row = await this.insertFileQuery.first(
+      [
+        f.ownerId,
+        f.uploaderId,
+        numberedName(f.name, n),
+        f.length,
+        f.sha256,
+        f.contentType,
+        f.blobKey,
+        f.blobFingerprint,
+        f.contents ? 1 : 0,
+        f.createdAt,
+        f.expiresAt,
+        f.message,
+      ],
+      trx,
+    );
+    if (!row) throw new Error('insert into files returned no row');
+    return row;
   }
 
   /**
-   * The first free " (n)" among the first `count` names, by exact lookups in the area's unique
+   * The first free " (n)" among the first NAME_CANDIDATES names, by exact lookups in the area's unique
    * (partial) name index; undefined if all are taken.
    */
-  private async freeNumberAmong(trx: Db, f: NewFile, count: number): Promise<number | undefined> {
-    const candidates = Array.from({ length: count }, (_, n) => numberedName(f.name, n));
-    const rows = await trx
-      .selectFrom('files')
-      .select('name')
-      .where('owner_id', '=', f.ownerId)
-      .where('state', '=', sql.lit('area'))
-      .where('name', 'in', candidates)
-      .execute();
+  private async freeNumberAmong(trx: Db, f: NewFile): Promise<number | undefined> {
+    const candidates = Array.from({ length: NAME_CANDIDATES }, (_, n) => numberedName(f.name, n));
+    const rows = await this.takenNames.all([f.ownerId, ...candidates], trx);
     const taken = new Set(rows.map((r) => r.name));
     const n = candidates.findIndex((c) => !taken.has(c));
     return n < 0 ? undefined : n;
@@ -150,27 +236,21 @@ export class FileStore implements BlobCatalog {
     return n;
   }
 
-  insertLink(trx: Db, l: NewLink): Promise<LinkRow> {
-    return trx
-      .insertInto('links')
-      .values({
-        file_id: l.fileId,
-        token_hash: l.tokenHash,
-        token_sealed: l.tokenSealed,
-        kind: l.kind,
-        recipient_email: l.recipientEmail ?? null,
-        recipient_mobile: l.recipientMobile ?? null,
-        pin_hash: null,
-        pin_expires_at: null,
-        pin_sent_at: null,
-        pin_failures: 0,
-        locked_until: 0,
-        revoked: 0,
-        downloads: 0,
-        created_at: l.createdAt,
-      })
-      .returningAll()
-      .executeTakeFirstOrThrow();
+  async insertLink(trx: Db, l: NewLink): Promise<LinkRow> {
+    const row = await this.insertLinkQuery.first(
+      [
+        l.fileId,
+        l.tokenHash,
+        l.tokenSealed,
+        l.kind,
+        l.recipientEmail ?? null,
+        l.recipientMobile ?? null,
+        l.createdAt,
+      ],
+      trx,
+    );
+    if (!row) throw new Error('insert into links returned no row');
+    return row;
   }
 
   async byTokenHash(tokenHash: string): Promise<FileWithLink | undefined> {
@@ -284,6 +364,12 @@ export class FileStore implements BlobCatalog {
     await this.db.transaction().execute(async (trx) => {
       await before?.(trx);
       await trx.deleteFrom('links').where('file_id', '=', fileId).execute();
+      await trx
+        .deleteFrom('file_contents')
+        .where('blob_key', 'in', (eb) =>
+          eb.selectFrom('files').select('blob_key').where('id', '=', fileId).where('contents_in_db', '=', 1),
+        )
+        .execute();
       await trx.deleteFrom('files').where('id', '=', fileId).execute();
     });
   }
@@ -336,6 +422,7 @@ export class FileStore implements BlobCatalog {
         .selectFrom('files')
         .select(['id', 'blob_key', 'length', 'created_at'])
         .where('id', '>', after)
+        .where('contents_in_db', '=', 0)
         .orderBy('id')
         .limit(1000)
         .execute();

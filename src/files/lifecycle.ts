@@ -43,7 +43,7 @@ export class FileSweeper implements BackgroundJob {
     for (const file of await this.store.dueForPurge(purgeNow, STALE_CLAIM_MS, BATCH)) {
       if (!(await this.store.claimPurge(file, purgeNow))) continue;
       // Contents first: a crash after this leaves a 'purging' row that a later pass finishes.
-      await this.blobs.delete(file.blob_key);
+      if (!file.contents_in_db) await this.blobs.delete(file.blob_key);
       // The audit row (and the webhook event made from it) commits with the deletion.
       await this.store.deleteFile(file.id, (trx) =>
         this.audit.record({ event: 'file.purged', fileId: file.id, detail: { name: file.name } }, trx),

@@ -1,10 +1,26 @@
 // Persistence of the outbox (table `outbox`, DESIGN §5): messages waiting, claimed with a lease,
 // sent or failed. A claim is a conditional UPDATE, so of several instances exactly one wins it.
+import { prepare } from '../db/compiled.js';
 import type { Db } from '../db/database.js';
 import type { NewOutboxRow, OutboxRow, OutboxUpdate } from '../db/schema.js';
 
 export class OutboxStore {
-  constructor(private readonly db: Db) {}
+  // Every upload and download kicks the outbox, which asks this: compiled once.
+  private readonly dueQuery;
+
+  constructor(private readonly db: Db) {
+    this.dueQuery = prepare<[number, number, number], { id: number }>(db, 3, (p) =>
+      db
+        .selectFrom('outbox')
+        .select('id')
+        .where('status', '=', 'pending')
+        .where('next_attempt_at', '<=', p<number>(0))
+        .where('claimed_until', '<', p<number>(1))
+        .orderBy('next_attempt_at')
+        .orderBy('id')
+        .limit(p<number>(2)),
+    );
+  }
 
   /** Stores a message, in the caller's transaction when given one; returns its id. */
   async insert(db: Db, row: NewOutboxRow): Promise<number> {
@@ -22,16 +38,7 @@ export class OutboxStore {
 
   /** Ids of pending messages due by `now` and not under lease, oldest due first. */
   async due(now: number, limit: number): Promise<number[]> {
-    const rows = await this.db
-      .selectFrom('outbox')
-      .select('id')
-      .where('status', '=', 'pending')
-      .where('next_attempt_at', '<=', now)
-      .where('claimed_until', '<', now)
-      .orderBy('next_attempt_at')
-      .orderBy('id')
-      .limit(limit)
-      .execute();
+    const rows = await this.dueQuery.all([now, now, limit]);
     return rows.map((r) => r.id);
   }
 

@@ -1,5 +1,5 @@
-// Where file contents live, behind one small interface. The metadata store never holds contents;
-// it names them by key. Adapters: local directory (local-blob-store.ts), S3-compatible object
+// Where file contents live, behind one small interface. The metadata store names them by key (and
+// holds the contents itself only of small uploads: blob-writer.ts). Adapters: local directory (local-blob-store.ts), S3-compatible object
 // storage (s3-blob-store.ts), memory for tests (memory-blob-store.ts); createBlobStore picks one
 // from the configuration (blob-stores.ts). Hashing and the byte limit are not the adapters' job:
 // BlobWriter (blob-writer.ts) wraps any store with them.
@@ -22,6 +22,11 @@ export interface StoredBlob {
   sha256: string;
   /** Changes whenever the stored object is rewritten (local: size-mtime-inode; S3: ETag). */
   fingerprint: string;
+  /**
+   * Set when the contents were not written to the store but collected to be committed with their
+   * row (small uploads, BlobWriter); the key then names them in the database.
+   */
+  contents?: Buffer;
 }
 
 export interface BlobStat {

@@ -4,18 +4,22 @@
 //   2. blob streamed into the store (visible only once whole)
 //   3. the caller's transaction records the file rows and removes the intent (settle), or the
 //      blob is deleted and then the intent (discard)
+// Small uploads skip all three: their contents are collected (at most inlineMaxBytes, known from
+// Content-Length before a byte is read) and committed with their row in the database (no intent,
+// nothing to orphan; docs/decisions.md, "Small files in the database").
 // An intent that survives names a blob (or partial write) whose row never committed. The
 // reconciler (reconciler.ts) removes them once their writer is known dead (same host, process
 // gone) or they have not been touched for an hour (any host): writers touch their intents every
 // few minutes, so a slow upload is never mistaken for a crashed one.
-import { randomBytes } from 'node:crypto';
-import type { Readable } from 'node:stream';
+import { createHash, randomBytes } from 'node:crypto';
+import { type Readable, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/database.js';
 import type { BlobStore, StoredBlob } from './blob-store.js';
 import type { IntentStore } from './intent-store.js';
 import { HOST } from './local-blob-store.js';
-import { MeteredHash } from './metered.js';
+import { MeteredHash, tooLarge } from './metered.js';
 
 /** An intent untouched this long belongs to a dead writer, whatever its host. */
 export const STALE_MS = 60 * 60 * 1000;
@@ -32,11 +36,19 @@ export class BlobWriter {
     readonly store: BlobStore,
     private readonly intents: IntentStore,
     private readonly clock: Clock,
+    /** Contents known to be at most this long are kept for the database (0: never). */
+    private readonly inlineMaxBytes = 0,
   ) {}
 
-  /** Streams `source` into a new blob under an intent; 413 AppError past `maxBytes`. */
-  async write(source: Readable, maxBytes: number): Promise<StoredBlob> {
+  /**
+   * Streams `source` into a new blob under an intent; 413 AppError past `maxBytes`. When
+   * `sizeBound` (an upper bound known before reading, e.g. the request's Content-Length) is at most
+   * inlineMaxBytes, the contents are collected instead and returned in `contents`, for the caller
+   * to commit with the row; nothing is written to the store.
+   */
+  async write(source: Readable, maxBytes: number, sizeBound?: number): Promise<StoredBlob> {
     const key = randomBytes(18).toString('base64url');
+    if (sizeBound !== undefined && sizeBound <= this.inlineMaxBytes) return collect(key, source, maxBytes);
     await this.intents.add(key, WRITER, this.clock.now());
     this.track(key);
     try {
@@ -63,6 +75,7 @@ export class BlobWriter {
 
   /** Removes written blobs whose rows will never exist: the blob first, then its intent. */
   async discard(keys: string[]): Promise<void> {
+    if (keys.length === 0) return;
     for (const k of keys) this.untrack(k);
     await Promise.all(keys.map((k) => this.store.delete(k)));
     await this.intents.remove(keys);
@@ -82,4 +95,30 @@ export class BlobWriter {
       this.timer = null;
     }
   }
+}
+
+/** Fingerprint of contents kept in the database: nothing can rewrite them behind the row's back. */
+export const IN_DATABASE = 'db';
+
+/**
+ * A small upload's contents, whole (the bound keeps this a few KiB), counted and hashed. Through
+ * pipeline, as the stores' puts: a failure of either side destroys the source with that error, by
+ * which the HTTP layer tells a malformed body from a failure of ours.
+ */
+async function collect(key: string, source: Readable, maxBytes: number): Promise<StoredBlob> {
+  const chunks: Buffer[] = [];
+  const hash = createHash('sha256');
+  let length = 0;
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      length += chunk.length;
+      if (length > maxBytes) return cb(tooLarge(maxBytes));
+      hash.update(chunk);
+      chunks.push(chunk);
+      cb();
+    },
+  });
+  await pipeline(source, sink);
+  const contents = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length);
+  return { key, length, sha256: hash.digest('hex'), fingerprint: IN_DATABASE, contents };
 }

@@ -65,7 +65,7 @@ async function walk(dir: string): Promise<string[]> {
 /** What the data dir and the database hold: blob files, temp files, file rows and links. */
 export async function footprint(t: TestServer) {
   const { db } = t.server.services;
-  const count = async (table: 'files' | 'links') =>
+  const count = async (table: 'files' | 'links' | 'file_contents') =>
     Number(
       (
         await db
@@ -75,7 +75,8 @@ export async function footprint(t: TestServer) {
       ).n,
     );
   return {
-    blobs: (await walk(path.join(t.dataDir, 'blobs'))).length,
+    // Contents live in the blob store, or in the database for small uploads (file_contents).
+    blobs: (await walk(path.join(t.dataDir, 'blobs'))).length + (await count('file_contents')),
     temps: (await walk(path.join(t.dataDir, 'tmp'))).length,
     files: await count('files'),
     links: await count('links'),

@@ -1,6 +1,5 @@
 // Upload, download, backup download and area lists (interface §4.2–4.4, DESIGN §4).
 
-import type { Readable } from 'node:stream';
 import multipart, { type Multipart } from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -119,10 +118,13 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
   async function* incoming(
     request: FastifyRequest,
     kind: BodyKind,
-    bodyStreams: Readable[],
+    bodyErrors: Set<unknown>,
   ): AsyncGenerator<IncomingFile> {
+    // No file is longer than the whole body: a declared Content-Length bounds each (chunked: unknown).
+    const length = request.headers['content-length'];
+    const sizeBound = length !== undefined && /^\d{1,15}$/.test(length) ? Number(length) : undefined;
     if (kind === 'raw') {
-      yield { filename: undefined, stream: detachedBody(request.raw) };
+      yield { filename: undefined, stream: detachedBody(request.raw), sizeBound };
       return;
     }
     let parts: AsyncIterator<Multipart> | undefined;
@@ -137,10 +139,10 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
       if (next.done) return;
       const part = next.value;
       if (part.type !== 'file') continue;
-      // The parser fails the part's stream on bad framing, possibly before anyone reads it; the
-      // store rethrows that error as its source's.
-      bodyStreams.push(part.file);
-      yield { filename: part.filename || undefined, stream: part.file };
+      // The parser fails the part's stream on bad framing, possibly before anyone reads it, by
+      // destroying it or only by emitting an error; whoever reads the part rethrows that error.
+      part.file.on('error', (err) => bodyErrors.add(err));
+      yield { filename: part.filename || undefined, stream: part.file, sizeBound };
     }
   }
 
@@ -178,16 +180,16 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const owner = await files.destination(uploader, q.d);
       const recipients = parseRecipients(q.m, q.c);
       const kind = bodyKind(request);
-      const bodyStreams: Readable[] = [];
+      const bodyErrors = new Set<unknown>();
       let stored: Awaited<ReturnType<typeof files.upload>>;
       try {
         stored = await files.upload(
           { uploader, owner, queryName: q.file, message: q.i ?? null, remote: request.ip, recipients },
-          incoming(request, kind, bodyStreams),
+          incoming(request, kind, bodyErrors),
         );
       } catch (err) {
         discardRestOfBody(request.raw);
-        throw bodyStreams.some((s) => s.errored === err) ? malformed(err) : err;
+        throw bodyErrors.has(err) ? malformed(err) : err;
       }
       notify.kick(); // messages and webhook events were committed with the files
       // Recipients' delivery status exists only for files announced to someone in this request.
