@@ -2,7 +2,7 @@
 // synchronous=NORMAL a commit only writes the WAL, so a writer must be answered only after an
 // fdatasync of the WAL that started after its commit; readers never wait for one.
 import assert from 'node:assert/strict';
-import { mkdtemp, open, rm } from 'node:fs/promises';
+import { copyFile, mkdtemp, open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -106,5 +106,30 @@ describe('SQLite: durable commits off the event loop', () => {
     events.length = 0;
     await db.selectFrom('audit').select('id').limit(5).execute();
     assert.deepEqual(events, [], 'a read does not sync');
+  });
+
+  test('a thread of its own checkpoints: committed rows reach the database file without a checkpoint on the event loop', async () => {
+    const { db } = database;
+    const { sql } = await import('kysely');
+    const auto = await sql<{ wal_autocheckpoint: number }>`pragma wal_autocheckpoint`.execute(db);
+    assert.equal(auto.rows[0]?.wal_autocheckpoint, 10_000, 'this connection checkpoints only as a backstop');
+    const marker = `checkpointed-${Date.now()}`;
+    await db.insertInto('audit').values({ at: 1, event: 'download', detail: marker }).execute();
+    // A copy of the database file alone, without its WAL: the row shows there only once a
+    // checkpoint copied it, and this connection's own would need 10,000 pages.
+    const SQLite = (await import('better-sqlite3')).default;
+    const fileOnly = path.join(dir, 'file-only.db');
+    let found = false;
+    for (let i = 0; i < 200 && !found; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await copyFile(path.join(dir, 'remessa.db'), fileOnly);
+      const reader = new SQLite(fileOnly, { readonly: true });
+      try {
+        found = reader.prepare('select 1 from audit where detail = ?').get(marker) !== undefined;
+      } finally {
+        reader.close();
+      }
+    }
+    assert.ok(found, 'the row reached the database file');
   });
 });

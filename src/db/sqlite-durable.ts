@@ -19,12 +19,16 @@ import { type FileHandle, open } from 'node:fs/promises';
 import path from 'node:path';
 import type SQLite from 'better-sqlite3';
 import { type DatabaseConnection, SqliteDialect, SqliteDriver } from 'kysely';
+import { WalCheckpointer } from './wal-checkpointer.js';
 
 /**
  * Statements that do not write rows themselves (a transaction's writes mark it dirty). SQLite calls
  * most of them read-only already, but not BEGIN IMMEDIATE or EXCLUSIVE.
  */
 const CONTROL = /^\s*(begin|commit|end|rollback|savepoint|release)\b/i;
+
+/** Pages in the WAL past which this connection checkpoints by itself (SQLite's default: 1,000). */
+const BACKSTOP_PAGES = 10_000;
 
 /** Ordered fdatasyncs of the WAL: `wait(n)` resolves once a sync that started after write n is done. */
 class WalSync {
@@ -82,6 +86,12 @@ export function durableSqliteDialect(sqlite: SQLite.Database, file: string): Sql
     closeSync(dirFd);
   }
   const wal = new WalSync(walPath);
+  // Checkpoints run in a thread of their own (wal-checkpointer.ts); SQLite's automatic one on
+  // this connection only past 40 MiB, or at the usual 4 MiB again if that thread fails.
+  sqlite.pragma(`wal_autocheckpoint = ${BACKSTOP_PAGES}`);
+  const checkpointer = new WalCheckpointer(file, () => {
+    if (sqlite.open) sqlite.pragma('wal_autocheckpoint = 1000');
+  });
   let dirtySeq = 0; // the last write of whoever holds the connection now (0: none)
   const prepare = sqlite.prepare.bind(sqlite);
   sqlite.prepare = ((source: string) => {
@@ -110,6 +120,7 @@ export function durableSqliteDialect(sqlite: SQLite.Database, file: string): Sql
     }
 
     override async destroy(): Promise<void> {
+      await checkpointer.close();
       await wal.close();
       await super.destroy();
     }
