@@ -59,6 +59,7 @@ export class FileStore implements BlobCatalog {
   private readonly insertContents;
   private readonly insertFileQuery;
   private readonly takenNames;
+  private readonly nameTaken;
   private readonly insertLinkQuery;
 
   constructor(
@@ -131,6 +132,14 @@ export class FileStore implements BlobCatalog {
           Array.from({ length: NAME_CANDIDATES }, (_, i) => p<string>(i + 1)),
         ),
     );
+    this.nameTaken = prepare<[number, string], { name: string }>(db, 2, (p) =>
+      db
+        .selectFrom('files')
+        .select('name')
+        .where('owner_id', '=', p<number>(0))
+        .where('state', '=', sql.lit('area'))
+        .where('name', '=', p<string>(1)),
+    );
     type LinkArgs = [number, string, string, string, string | null, string | null, number];
     this.insertLinkQuery = prepare<LinkArgs, LinkRow>(db, 7, (p) =>
       db
@@ -176,7 +185,9 @@ export class FileStore implements BlobCatalog {
    * violation and the caller retries the transaction.
    */
   async insertFile(trx: Db, f: NewFile): Promise<FileRow> {
-    const n = (await this.freeNumberAmong(trx, f)) ?? (await this.freeNumberByScan(trx, f));
+    // Most names are new to their area: one probe of the name index, then the wider searches.
+    const taken = await this.nameTaken.first([f.ownerId, f.name], trx);
+    const n = !taken ? 0 : ((await this.freeNumberAmong(trx, f)) ?? (await this.freeNumberByScan(trx, f)));
     if (f.contents) await this.insertContents.all([f.blobKey, f.contents], trx);
     const row = await this.insertFileQuery.first(
       [

@@ -7,6 +7,7 @@ import {
   createHmac,
   hkdfSync,
   randomBytes,
+  randomFillSync,
   randomInt,
   timingSafeEqual,
 } from 'node:crypto';
@@ -61,7 +62,7 @@ export class Keys {
 
   /** AES-256-GCM, output base64url(iv | tag | ciphertext). */
   seal(plain: string): string {
-    const iv = randomBytes(12);
+    const iv = secureRandom(12);
     const c = createCipheriv('aes-256-gcm', this.sealKey, iv);
     const body = Buffer.concat([c.update(plain, 'utf8'), c.final()]);
     return Buffer.concat([iv, c.getAuthTag(), body]).toString('base64url');
@@ -90,9 +91,28 @@ export class Keys {
   }
 }
 
+/**
+ * Fresh bytes from the CSPRNG, served from a 4 KiB block drawn at once (as Node does for
+ * randomUUID): one draw per call cost ~3 µs in a loop and ~10 µs in a busy server, and every
+ * upload makes several (blob key, link token, sealing IV). Bytes are never served twice.
+ */
+export function secureRandom(n: number): Buffer {
+  if (n > RANDOM_BLOCK) return randomBytes(n);
+  if (randomOffset + n > RANDOM_BLOCK) {
+    randomFillSync(randomBlock);
+    randomOffset = 0;
+  }
+  const out = Buffer.from(randomBlock.subarray(randomOffset, randomOffset + n));
+  randomOffset += n;
+  return out;
+}
+const RANDOM_BLOCK = 4096;
+const randomBlock = Buffer.alloc(RANDOM_BLOCK);
+let randomOffset = RANDOM_BLOCK;
+
 /** 256 random bits, base64url: download, change and bearer-token ids. */
 export function randomToken(): string {
-  return randomBytes(32).toString('base64url');
+  return secureRandom(32).toString('base64url');
 }
 
 /** Lookup key for a bearer-style secret (high entropy, so a plain hash is enough). */
