@@ -269,12 +269,14 @@ async function main(): Promise<void> {
         file,
         `local n = 0
 local counter = 0
+-- A new name per request, in every run: the warm-up and each round start from 1 again.
+local run = tostring(os.time())
 function setup(thread) counter = counter + 1; thread:set("tid", counter) end
 local body = string.rep("x", ${4 * KiB})
 local headers = { ["Authorization"] = "${inst.bearer}", ["Content-Type"] = "application/octet-stream" }
 function request()
   n = n + 1
-  return wrk.format("POST", "/v1/upload?file=w" .. tid .. "-" .. n .. ".bin", headers, body)
+  return wrk.format("POST", "/v1/upload?file=w" .. run .. "-" .. tid .. "-" .. n .. ".bin", headers, body)
 end
 `,
       );

@@ -84,7 +84,7 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       const f = (up.body['files'] as FileEntry[])[0]!;
       const row = await rowOf(t, f.id);
       assert.equal(row.contents_in_db, 1);
-      assert.deepEqual(await t.server.services.files.store.contents(row.blob_key), data);
+      assert.deepEqual(await t.server.services.files.store.contents(row.id), data);
       assert.deepEqual(await blobFiles(t), [], 'no blob file was written');
       assert.equal((await t.server.services.db.selectFrom('blob_intents').selectAll().execute()).length, 0);
 
@@ -128,7 +128,7 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       const up = await uploadRaw(t, auth, big, { file: 'big.bin' });
       const f = (up.body['files'] as FileEntry[])[0]!;
       assert.equal((await rowOf(t, f.id)).contents_in_db, 0);
-      assert.equal(await t.server.services.files.store.contents((await rowOf(t, f.id)).blob_key), undefined);
+      assert.equal(await t.server.services.files.store.contents(f.id), undefined);
 
       const small = bytes(100);
       const chunked = await uploadChunked(t, small, 'chunked.bin');
@@ -168,7 +168,7 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       const up = await uploadRaw(t, auth, bytes(3000), { file: 'damaged.bin' });
       const f = (up.body['files'] as FileEntry[])[0]!;
       const row = await rowOf(t, f.id);
-      await t.server.services.db.deleteFrom('file_contents').where('blob_key', '=', row.blob_key).execute();
+      await t.server.services.db.deleteFrom('file_contents').where('file_id', '=', row.id).execute();
       const r = await call(f.linkURL);
       assert.equal(r.status, 500);
       const events = await t.server.services.audit.query({ event: 'file.corrupt' });
@@ -209,7 +209,7 @@ describe('small files in the database: limits and settings', () => {
       await t.server.services.db
         .updateTable('file_contents')
         .set({ data: bytes(500) })
-        .where('blob_key', '=', row.blob_key)
+        .where('file_id', '=', row.id)
         .execute();
       assert.equal((await call(f.linkURL)).status, 500);
     } finally {

@@ -279,7 +279,8 @@ const fileContents = (dialect: Dialect): Migration => ({
   async up(db: AnyDb) {
     await db.schema
       .createTable('file_contents')
-      .addColumn('blob_key', 'text', (c) => c.primaryKey())
+      // The file's id: on SQLite the rowid itself, so rows are appended, not put in a second index.
+      .addColumn('file_id', dialect === 'postgres' ? 'bigint' : 'integer', (c) => c.primaryKey())
       .addColumn('data', dialect === 'postgres' ? 'bytea' : 'blob', (c) => c.notNull())
       .execute();
     await db.schema

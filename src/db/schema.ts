@@ -49,7 +49,7 @@ export interface FilesTable {
   blob_key: string;
   /** size-mtime-inode of the blob when written; null for rows from before it was recorded */
   blob_fingerprint: string | null;
-  /** 1: the contents are in file_contents under blob_key, not in the blob store */
+  /** 1: the contents are in file_contents (under this id), not in the blob store */
   contents_in_db: Generated<number>;
   /** 'area' | 'backup' */
   state: string;
@@ -64,7 +64,7 @@ export interface FilesTable {
 
 /** Small files' contents, kept with their row (files.contents_in_db = 1). */
 export interface FileContentsTable {
-  blob_key: string;
+  file_id: number;
   data: Buffer;
 }
 

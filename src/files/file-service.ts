@@ -131,7 +131,7 @@ export class FileService {
   blobAccess(file: FileRow, remote: string | null): BlobAccess {
     const blobs = this.writer.store;
     const directBody = blobs.directBody?.bind(blobs);
-    const stored = file.contents_in_db ? this.contentsInDatabase(file.blob_key) : null;
+    const stored = file.contents_in_db ? this.contentsInDatabase(file) : null;
     return {
       open: stored?.open ?? ((range) => blobs.read(file.blob_key, range)),
       directBody:
@@ -155,9 +155,9 @@ export class FileService {
   }
 
   /** The reads of BlobAccess for contents kept in the database with the row. */
-  private contentsInDatabase(key: string): Pick<BlobAccess, 'open' | 'stat' | 'readSmall'> {
+  private contentsInDatabase(file: FileRow): Pick<BlobAccess, 'open' | 'stat' | 'readSmall'> {
     const small = async (maxBytes: number) => {
-      const data = await this.store.contents(key);
+      const data = await this.store.contents(file.id);
       if (!data) return null;
       return {
         stat: { size: data.length, fingerprint: IN_DATABASE },
@@ -168,8 +168,8 @@ export class FileService {
       readSmall: small,
       stat: async () => (await small(0))?.stat ?? null,
       open: async (range) => {
-        const data = await this.store.contents(key);
-        if (!data) throw new Error(`contents of ${key} missing from the database`);
+        const data = await this.store.contents(file.id);
+        if (!data) throw new Error(`contents of file ${file.id} missing from the database`);
         return Readable.from([range ? data.subarray(range.start, range.end + 1) : data]);
       },
     };

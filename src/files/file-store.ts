@@ -54,7 +54,7 @@ export class FileStore implements BlobCatalog {
   private readonly linkByTokenHash;
   private readonly fileById;
   private readonly countDownloadQuery;
-  private readonly contentsByKey;
+  private readonly contentsByFile;
   // And every upload these.
   private readonly insertContents;
   private readonly insertFileQuery;
@@ -78,11 +78,11 @@ export class FileStore implements BlobCatalog {
         .set((eb) => ({ downloads: eb('downloads', '+', 1) }))
         .where('id', '=', p<number>(0)),
     );
-    this.contentsByKey = prepare<[string], { data: Buffer }>(db, 1, (p) =>
-      db.selectFrom('file_contents').select('data').where('blob_key', '=', p<string>(0)),
+    this.contentsByFile = prepare<[number], { data: Buffer }>(db, 1, (p) =>
+      db.selectFrom('file_contents').select('data').where('file_id', '=', p<number>(0)),
     );
-    this.insertContents = prepare<[string, Buffer], never>(db, 2, (p) =>
-      db.insertInto('file_contents').values({ blob_key: p<string>(0), data: p<Buffer>(1) }),
+    this.insertContents = prepare<[number, Buffer], never>(db, 2, (p) =>
+      db.insertInto('file_contents').values({ file_id: p<number>(0), data: p<Buffer>(1) }),
     );
     type FileArgs = [
       number,
@@ -165,8 +165,8 @@ export class FileStore implements BlobCatalog {
   }
 
   /** The contents of a file kept in the database (files.contents_in_db), or undefined. */
-  async contents(blobKey: string): Promise<Buffer | undefined> {
-    return (await this.contentsByKey.first([blobKey]))?.data;
+  async contents(fileId: number): Promise<Buffer | undefined> {
+    return (await this.contentsByFile.first([fileId]))?.data;
   }
 
   /**
@@ -188,7 +188,6 @@ export class FileStore implements BlobCatalog {
     // Most names are new to their area: one probe of the name index, then the wider searches.
     const taken = await this.nameTaken.first([f.ownerId, f.name], trx);
     const n = !taken ? 0 : ((await this.freeNumberAmong(trx, f)) ?? (await this.freeNumberByScan(trx, f)));
-    if (f.contents) await this.insertContents.all([f.blobKey, f.contents], trx);
     const row = await this.insertFileQuery.first(
       [
         f.ownerId,
@@ -207,6 +206,7 @@ export class FileStore implements BlobCatalog {
       trx,
     );
     if (!row) throw new Error('insert into files returned no row');
+    if (f.contents) await this.insertContents.all([row.id, f.contents], trx);
     return row;
   }
 
@@ -375,12 +375,7 @@ export class FileStore implements BlobCatalog {
     await this.db.transaction().execute(async (trx) => {
       await before?.(trx);
       await trx.deleteFrom('links').where('file_id', '=', fileId).execute();
-      await trx
-        .deleteFrom('file_contents')
-        .where('blob_key', 'in', (eb) =>
-          eb.selectFrom('files').select('blob_key').where('id', '=', fileId).where('contents_in_db', '=', 1),
-        )
-        .execute();
+      await trx.deleteFrom('file_contents').where('file_id', '=', fileId).execute();
       await trx.deleteFrom('files').where('id', '=', fileId).execute();
     });
   }

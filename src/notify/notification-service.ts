@@ -196,6 +196,11 @@ export class NotificationService {
     return id;
   }
 
+  /** Messages this instance has stored so far: a caller that stored none need not kick(). */
+  get storedCount(): number {
+    return this.inserted;
+  }
+
   /** Starts a delivery pass soon (coalesced with one already running). */
   kick(): void {
     if (!this.opts.autoKick || this.stopped) return;

@@ -181,6 +181,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const recipients = parseRecipients(q.m, q.c);
       const kind = bodyKind(request);
       const bodyErrors = new Set<unknown>();
+      const storedBefore = notify.storedCount;
       let stored: Awaited<ReturnType<typeof files.upload>>;
       try {
         stored = await files.upload(
@@ -191,7 +192,9 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
         discardRestOfBody(request.raw);
         throw bodyErrors.has(err) ? malformed(err) : err;
       }
-      notify.kick(); // messages and webhook events were committed with the files
+      // Messages and webhook events were committed with the files: deliver them now. (The count
+      // is this instance's; another request's message meanwhile only makes this kick redundant.)
+      if (notify.storedCount !== storedBefore) notify.kick();
       // Recipients' delivery status exists only for files announced to someone in this request.
       const status = recipients
         ? await tracking.recipientsOf(stored.map((s) => s.file.id))
