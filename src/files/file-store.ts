@@ -1,6 +1,6 @@
 // Persistence of files and their links. Every state change is a conditional UPDATE whose affected
 // row count says whether this caller won, so several instances can sweep at once.
-import { sql } from 'kysely';
+import { type Compilable, sql } from 'kysely';
 import { prepare } from '../db/compiled.js';
 import type { Db } from '../db/database.js';
 import type { Dialect } from '../db/migrations.js';
@@ -43,6 +43,30 @@ export interface FileWithLink {
 
 export const PAGE_SIZE = 100;
 
+/** Every column of files, selected beside a link's as `f_<column>` (byTokenHash). */
+const FILE_COLUMNS = [
+  'id',
+  'owner_id',
+  'uploader_id',
+  'name',
+  'length',
+  'sha256',
+  'content_type',
+  'blob_key',
+  'blob_fingerprint',
+  'contents_in_db',
+  'state',
+  'created_at',
+  'expires_at',
+  'retired_at',
+  'purge_at',
+  'message',
+] as const satisfies readonly (keyof FileRow)[];
+// A column added to files and not listed above fails to compile here.
+const everyFileColumn: Exclude<keyof FileRow, (typeof FILE_COLUMNS)[number]> extends never ? true : never =
+  true;
+void everyFileColumn;
+
 /** Names tried by exact lookup before scanning the area: "a.txt" to "a (15).txt". */
 const NAME_CANDIDATES = 16;
 
@@ -51,7 +75,7 @@ const AREA_LOCK = 0x52454d; // 'REM'
 
 export class FileStore implements BlobCatalog {
   // Every download runs these: compiled once.
-  private readonly linkByTokenHash;
+  private readonly linkWithFile;
   private readonly fileById;
   private readonly countDownloadQuery;
   private readonly contentsByFile;
@@ -66,8 +90,17 @@ export class FileStore implements BlobCatalog {
     private readonly db: Db,
     private readonly dialect: Dialect,
   ) {
-    this.linkByTokenHash = prepare<[string], LinkRow>(db, 1, (p) =>
-      db.selectFrom('links').selectAll().where('token_hash', '=', p<string>(0)),
+    // The link and its file in one statement (every download starts with it).
+    this.linkWithFile = prepare<[string], Record<string, unknown>>(
+      db,
+      1,
+      (p) =>
+        db
+          .selectFrom('links')
+          .innerJoin('files', 'files.id', 'links.file_id')
+          .selectAll('links')
+          .select((eb) => FILE_COLUMNS.map((c) => eb.ref(`files.${c}`).as(`f_${c}`)))
+          .where('links.token_hash', '=', p<string>(0)) as unknown as Compilable<Record<string, unknown>>,
     );
     this.fileById = prepare<[number], FileRow>(db, 1, (p) =>
       db.selectFrom('files').selectAll().where('id', '=', p<number>(0)),
@@ -265,10 +298,15 @@ export class FileStore implements BlobCatalog {
   }
 
   async byTokenHash(tokenHash: string): Promise<FileWithLink | undefined> {
-    const link = await this.linkByTokenHash.first([tokenHash]);
-    if (!link) return undefined;
-    const file = await this.fileById.first([link.file_id]);
-    return file ? { file, link } : undefined;
+    const row = await this.linkWithFile.first([tokenHash]);
+    if (!row) return undefined;
+    const link: Record<string, unknown> = {};
+    const file: Record<string, unknown> = {};
+    for (const key in row) {
+      if (key.startsWith('f_')) file[key.slice(2)] = row[key];
+      else link[key] = row[key];
+    }
+    return { file: file as unknown as FileRow, link: link as unknown as LinkRow };
   }
 
   byId(id: number, db: Db = this.db): Promise<FileRow | undefined> {
