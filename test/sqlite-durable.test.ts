@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type OpenDatabase, openDatabase } from '../src/db/database.js';
+import { WRITES_BEFORE_CHECKPOINT_THREAD } from '../src/db/sqlite-durable.js';
 
 describe('SQLite: durable commits off the event loop', () => {
   let dir: string;
@@ -108,11 +109,18 @@ describe('SQLite: durable commits off the event loop', () => {
     assert.deepEqual(events, [], 'a read does not sync');
   });
 
-  test('a thread of its own checkpoints: committed rows reach the database file without a checkpoint on the event loop', async () => {
+  test('once writes add up, a thread of its own checkpoints: committed rows reach the database file without a checkpoint on the event loop', async () => {
     const { db } = database;
     const { sql } = await import('kysely');
-    const auto = await sql<{ wal_autocheckpoint: number }>`pragma wal_autocheckpoint`.execute(db);
-    assert.equal(auto.rows[0]?.wal_autocheckpoint, 10_000, 'this connection checkpoints only as a backstop');
+    const autocheckpoint = async () =>
+      (await sql<{ wal_autocheckpoint: number }>`pragma wal_autocheckpoint`.execute(db)).rows[0]
+        ?.wal_autocheckpoint;
+    assert.equal(await autocheckpoint(), 1000, 'SQLite checkpoints as usual while little is written');
+    await db.transaction().execute(async (trx) => {
+      for (let i = 0; i < WRITES_BEFORE_CHECKPOINT_THREAD; i++)
+        await trx.insertInto('audit').values({ at: i, event: 'download', detail: 'filler' }).execute();
+    });
+    assert.equal(await autocheckpoint(), 10_000, 'then only as a backstop');
     const marker = `checkpointed-${Date.now()}`;
     await db.insertInto('audit').values({ at: 1, event: 'download', detail: marker }).execute();
     // A copy of the database file alone, without its WAL: the row shows there only once a
@@ -125,7 +133,9 @@ describe('SQLite: durable commits off the event loop', () => {
       await copyFile(path.join(dir, 'remessa.db'), fileOnly);
       const reader = new SQLite(fileOnly, { readonly: true });
       try {
-        found = reader.prepare('select 1 from audit where detail = ?').get(marker) !== undefined;
+        // Until the first checkpoint even the tables exist only in the WAL.
+        const tables = reader.prepare("select 1 from sqlite_master where name = 'audit'").get();
+        found = !!tables && reader.prepare('select 1 from audit where detail = ?').get(marker) !== undefined;
       } finally {
         reader.close();
       }

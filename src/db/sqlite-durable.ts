@@ -30,6 +30,9 @@ const CONTROL = /^\s*(begin|commit|end|rollback|savepoint|release)\b/i;
 /** Pages in the WAL past which this connection checkpoints by itself (SQLite's default: 1,000). */
 const BACKSTOP_PAGES = 10_000;
 
+/** Write statements after which checkpoints move to their own thread (a few seconds of uploads). */
+export const WRITES_BEFORE_CHECKPOINT_THREAD = 2_000;
+
 /** Ordered fdatasyncs of the WAL: `wait(n)` resolves once a sync that started after write n is done. */
 class WalSync {
   private written = 0;
@@ -86,19 +89,27 @@ export function durableSqliteDialect(sqlite: SQLite.Database, file: string): Sql
     closeSync(dirFd);
   }
   const wal = new WalSync(walPath);
-  // Checkpoints run in a thread of their own (wal-checkpointer.ts); SQLite's automatic one on
-  // this connection only past 40 MiB, or at the usual 4 MiB again if that thread fails.
-  sqlite.pragma(`wal_autocheckpoint = ${BACKSTOP_PAGES}`);
-  const checkpointer = new WalCheckpointer(file, () => {
-    if (sqlite.open) sqlite.pragma('wal_autocheckpoint = 1000');
-  });
+  // Once this connection has written enough for checkpoints to matter, they run in a thread of
+  // their own (wal-checkpointer.ts), and SQLite's automatic one here only past 40 MiB (back to the
+  // usual 4 MiB if that thread fails). Until then, as SQLite does by default: a process that
+  // writes little (the CLI, a server moving large files) does not carry the thread's ~6-10 MiB.
+  let checkpointer: WalCheckpointer | null = null;
+  const startCheckpointer = () => {
+    sqlite.pragma(`wal_autocheckpoint = ${BACKSTOP_PAGES}`);
+    checkpointer = new WalCheckpointer(file, () => {
+      if (sqlite.open) sqlite.pragma('wal_autocheckpoint = 1000');
+    });
+  };
   let dirtySeq = 0; // the last write of whoever holds the connection now (0: none)
   const prepare = sqlite.prepare.bind(sqlite);
   sqlite.prepare = ((source: string) => {
     const stmt = prepare(source);
     // `readonly`, not `!reader`: an INSERT … RETURNING returns rows (a "reader") and writes all the
     // same; judged by `reader`, it was answered before its commit reached the disk.
-    if (!stmt.readonly && !CONTROL.test(source)) dirtySeq = wal.wrote();
+    if (!stmt.readonly && !CONTROL.test(source)) {
+      dirtySeq = wal.wrote();
+      if (dirtySeq === WRITES_BEFORE_CHECKPOINT_THREAD) startCheckpointer();
+    }
     return stmt;
   }) as typeof sqlite.prepare;
 
@@ -120,7 +131,7 @@ export function durableSqliteDialect(sqlite: SQLite.Database, file: string): Sql
     }
 
     override async destroy(): Promise<void> {
-      await checkpointer.close();
+      await checkpointer?.close();
       await wal.close();
       await super.destroy();
     }

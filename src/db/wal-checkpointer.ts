@@ -3,7 +3,8 @@
 // inside whichever COMMIT crossed 1,000 pages, on the event loop, and stopped every request for
 // two fsyncs (with small uploads kept in the database, about every hundred uploads: 280 µs of
 // the JS thread per upload in a micro-benchmark of the upload transaction, 76 µs without).
-// Here a second connection, in its own thread, runs PASSIVE checkpoints: they never block the
+// Here a second connection, in its own thread (started once a process has written a few thousand
+// statements: sqlite-durable.ts), runs PASSIVE checkpoints: they never block the
 // writer and copy only what is committed. SQLite's own automatic checkpoint stays as a backstop
 // at a much larger size, should this thread stop.
 import { Worker } from 'node:worker_threads';
