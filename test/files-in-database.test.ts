@@ -3,11 +3,9 @@
 // transaction, instead of a blob file. Every download feature works on them as on blobs, nothing
 // is left behind by a failure or a purge, and damage is still detected. SQLite and PostgreSQL.
 import assert from 'node:assert/strict';
-import { readdir } from 'node:fs/promises';
 import { request } from 'node:http';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { bytes, type FileEntry, footprint, uploadMultipart, uploadRaw } from './helpers/files.js';
+import { blobFiles, bytes, type FileEntry, footprint, uploadMultipart, uploadRaw } from './helpers/files.js';
 import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
 import { httpHead, rawRequest } from './helpers/raw.js';
 import { basic, call, startTestServer, type TestServer } from './helpers/server.js';
@@ -17,13 +15,6 @@ if (!pg && PG_REQUIRED) throw new Error(PG_SKIP);
 
 const DAY = 24 * 3600 * 1000;
 const auth = basic('small', 'small-password');
-
-async function blobFiles(t: TestServer): Promise<string[]> {
-  const dir = path.join(t.dataDir, 'blobs');
-  const out: string[] = [];
-  for (const shard of await readdir(dir).catch(() => [])) out.push(...(await readdir(path.join(dir, shard))));
-  return out;
-}
 
 async function rowOf(t: TestServer, id: number) {
   return (await t.server.services.files.store.byId(id))!;

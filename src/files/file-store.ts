@@ -74,9 +74,9 @@ const NAME_CANDIDATES = 16;
 const AREA_LOCK = 0x52454d; // 'REM'
 
 export class FileStore implements BlobCatalog {
+  private readonly fileById;
   // Every download runs these: compiled once.
   private readonly linkWithFile;
-  private readonly fileById;
   private readonly countDownloadQuery;
   private readonly contentsByFile;
   // And every upload these.
@@ -153,26 +153,22 @@ export class FileStore implements BlobCatalog {
         })
         .returningAll(),
     );
-    this.takenNames = prepare<[number, ...string[]], { name: string }>(db, 1 + NAME_CANDIDATES, (p) =>
-      db
-        .selectFrom('files')
-        .select('name')
-        .where('owner_id', '=', p<number>(0))
-        .where('state', '=', sql.lit('area'))
-        .where(
-          'name',
-          'in',
-          Array.from({ length: NAME_CANDIDATES }, (_, i) => p<string>(i + 1)),
-        ),
-    );
-    this.nameTaken = prepare<[number, string], { name: string }>(db, 2, (p) =>
-      db
-        .selectFrom('files')
-        .select('name')
-        .where('owner_id', '=', p<number>(0))
-        .where('state', '=', sql.lit('area'))
-        .where('name', '=', p<string>(1)),
-    );
+    // Which of `count` names an area holds, by exact lookups in its unique (partial) name index.
+    const takenAmong = (count: number) =>
+      prepare<[number, ...string[]], { name: string }>(db, 1 + count, (p) =>
+        db
+          .selectFrom('files')
+          .select('name')
+          .where('owner_id', '=', p<number>(0))
+          .where('state', '=', sql.lit('area'))
+          .where(
+            'name',
+            'in',
+            Array.from({ length: count }, (_, i) => p<string>(i + 1)),
+          ),
+      );
+    this.nameTaken = takenAmong(1);
+    this.takenNames = takenAmong(NAME_CANDIDATES);
     type LinkArgs = [number, string, string, string, string | null, string | null, number];
     this.insertLinkQuery = prepare<LinkArgs, LinkRow>(db, 7, (p) =>
       db

@@ -1,7 +1,7 @@
 // Where file contents live, behind one small interface. The metadata store names them by key (and
-// holds the contents itself only of small uploads: blob-writer.ts). Adapters: local directory (local-blob-store.ts), S3-compatible object
-// storage (s3-blob-store.ts), memory for tests (memory-blob-store.ts); createBlobStore picks one
-// from the configuration (blob-stores.ts). Hashing and the byte limit are not the adapters' job:
+// holds the contents itself only of small uploads: blob-writer.ts). Adapters: local directory
+// (local-blob-store.ts), S3-compatible object storage (s3-blob-store.ts), memory for tests
+// (memory-blob-store.ts); createBlobStore picks one from the configuration (blob-stores.ts). Hashing and the byte limit are not the adapters' job:
 // BlobWriter (blob-writer.ts) wraps any store with them.
 //
 // The contract every adapter keeps (test/blob-store-contract.test.ts runs the same tests on all):
@@ -24,7 +24,8 @@ export interface StoredBlob {
   fingerprint: string;
   /**
    * Set when the contents were not written to the store but collected to be committed with their
-   * row (small uploads, BlobWriter); the key then names them in the database.
+   * row (small uploads, BlobWriter): they go into file_contents under the file's id, and the key
+   * names nothing in the store.
    */
   contents?: Buffer;
 }

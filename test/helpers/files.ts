@@ -62,6 +62,11 @@ async function walk(dir: string): Promise<string[]> {
   return out;
 }
 
+/** The blob files of the local store under the data dir (full paths). */
+export function blobFiles(t: TestServer): Promise<string[]> {
+  return walk(path.join(t.dataDir, 'blobs'));
+}
+
 /** What the data dir and the database hold: blob files, temp files, file rows and links. */
 export async function footprint(t: TestServer) {
   const { db } = t.server.services;
@@ -76,7 +81,7 @@ export async function footprint(t: TestServer) {
     );
   return {
     // Contents live in the blob store, or in the database for small uploads (file_contents).
-    blobs: (await walk(path.join(t.dataDir, 'blobs'))).length + (await count('file_contents')),
+    blobs: (await blobFiles(t)).length + (await count('file_contents')),
     temps: (await walk(path.join(t.dataDir, 'tmp'))).length,
     files: await count('files'),
     links: await count('links'),
