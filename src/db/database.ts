@@ -30,6 +30,7 @@ export async function openDatabase(
   let db: Db;
   let dialect: Dialect;
   let poolStats: OpenDatabase['poolStats'] = () => null;
+  let releaseUnwaited: (() => void) | undefined;
   if (config.databaseUrl) {
     dialect = 'postgres';
     // Loaded only for PostgreSQL: the embedded default need not carry the driver.
@@ -57,7 +58,9 @@ export async function openDatabase(
     cacheStatements(sqlite);
     // WAL lets the CLI and the server share the file; a writer is answered once its commit is
     // synced to disk, without stopping the event loop for the sync (sqlite-durable.ts).
-    db = new Kysely<Database>({ dialect: durableSqliteDialect(sqlite, file) });
+    const durable = durableSqliteDialect(sqlite, file);
+    releaseUnwaited = durable.releaseUnwaited;
+    db = new Kysely<Database>({ dialect: durable.dialect });
     runPreparedDirectly(db, sqlite);
   }
   try {
@@ -69,7 +72,7 @@ export async function openDatabase(
   // PostgreSQL: one batch at a time, as two could take uploads' area locks in opposite orders (a
   // deadlock, found only after deadlock_timeout). SQLite runs one transaction at a time on its one
   // connection anyway; a second batch may commit while the first one's WAL sync is under way.
-  const commits = new GroupCommit(db, { concurrency: dialect === 'sqlite' ? 2 : 1 });
+  const commits = new GroupCommit(db, { concurrency: dialect === 'sqlite' ? 2 : 1, releaseUnwaited });
   const close = async () => {
     // Work queued by requests that ended just before (a download's closing audit row) commits first.
     await commits.idle();

@@ -10,6 +10,8 @@ export type Work<T> = (trx: Db) => Promise<T>;
 
 interface Pending {
   work: Work<unknown>;
+  /** false: resolve once committed, without waiting for the disk (RunOptions.durable). */
+  durable: boolean;
   resolve(value: unknown): void;
   reject(err: unknown): void;
 }
@@ -19,6 +21,20 @@ export interface GroupCommitOptions {
   concurrency: number;
   /** Most units in one transaction (bounds how long one commit holds the database). */
   maxBatch?: number;
+  /**
+   * Lets the transaction holding the connection go without waiting for the disk (SQLite:
+   * db/sqlite-durable.ts). Absent: every commit is waited for (PostgreSQL's is synchronous).
+   */
+  releaseUnwaited?: () => void;
+}
+
+export interface RunOptions {
+  /**
+   * false: for writes nobody is answered about (a download's outcome after its response). The
+   * unit resolves once committed; the disk gets it with a sync that follows soon after
+   * (sqlite-durable.ts), so a batch of such units does not hold a commit slot for a sync.
+   */
+  durable?: boolean;
 }
 
 export class GroupCommit {
@@ -35,9 +51,10 @@ export class GroupCommit {
   }
 
   /** Runs `work` in the next shared transaction; resolves once that transaction has committed. */
-  run<T>(work: Work<T>): Promise<T> {
+  run<T>(work: Work<T>, options: RunOptions = {}): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ work, resolve: resolve as (v: unknown) => void, reject });
+      const durable = options.durable ?? true;
+      this.queue.push({ work, durable, resolve: resolve as (v: unknown) => void, reject });
       this.schedule();
     });
   }
@@ -69,11 +86,14 @@ export class GroupCommit {
     if (batch.length === 1) return this.alone(batch[0]!);
     let results: unknown[];
     try {
-      results = await this.transact(async (trx) => {
-        const out: unknown[] = [];
-        for (const p of batch) out.push(await p.work(trx));
-        return out;
-      });
+      results = await this.transact(
+        async (trx) => {
+          const out: unknown[] = [];
+          for (const p of batch) out.push(await p.work(trx));
+          return out;
+        },
+        batch.some((p) => p.durable),
+      );
     } catch {
       // One unit failed (or the commit did): none of the batch is written. Each runs again in a
       // transaction of its own, so only the units that fail alone fail, with their own error.
@@ -87,13 +107,19 @@ export class GroupCommit {
    * (A failed COMMIT keeps its own error: the SQLite driver skips the rollback of a transaction
    * a full disk already ended, which would otherwise hide the SQLITE_FULL that makes a 503.)
    */
-  private transact<T>(fn: Work<T>): Promise<T> {
-    return this.db.transaction().execute(fn);
+  private transact<T>(fn: Work<T>, durable: boolean): Promise<T> {
+    const unwaited = durable ? undefined : this.options.releaseUnwaited;
+    if (!unwaited) return this.db.transaction().execute(fn);
+    return this.db.transaction().execute(async (trx) => {
+      const result = await fn(trx);
+      unwaited();
+      return result;
+    });
   }
 
   private async alone(p: Pending): Promise<void> {
     try {
-      p.resolve(await this.transact((trx) => p.work(trx)));
+      p.resolve(await this.transact((trx) => p.work(trx), p.durable));
     } catch (err) {
       p.reject(err);
     }

@@ -33,11 +33,16 @@ const BACKSTOP_PAGES = 10_000;
 /** Write statements after which checkpoints move to their own thread (a few seconds of uploads). */
 export const WRITES_BEFORE_CHECKPOINT_THREAD = 2_000;
 
-/** Ordered fdatasyncs of the WAL: `wait(n)` resolves once a sync that started after write n is done. */
+/** fdatasyncs of the WAL running at once: a write after the latest sync began need not wait for it. */
+const SYNCS_IN_FLIGHT = 2;
+
+/** fdatasyncs of the WAL: `wait(n)` resolves once a sync that started after write n is done. */
 class WalSync {
   private written = 0;
   private synced = 0;
-  private running: Promise<void> | null = null;
+  /** The sync started last, and the writes it covers. */
+  private latest: { upTo: number; done: Promise<void> } | null = null;
+  private readonly running = new Set<Promise<void>>();
   private handle: Promise<FileHandle> | null = null;
 
   constructor(private readonly walPath: string) {}
@@ -49,33 +54,60 @@ class WalSync {
 
   async wait(seq: number): Promise<void> {
     while (this.synced < seq) {
-      if (!this.running) this.running = this.syncOnce().finally(() => (this.running = null));
-      await this.running;
+      // One more sync at once (up to SYNCS_IN_FLIGHT) rather than after the one under way: it
+      // halved a small download's CPU spent waiting idle (docs/benchmarks.md, session 11).
+      if ((!this.latest || this.latest.upTo < seq) && this.running.size < SYNCS_IN_FLIGHT)
+        this.latest = this.syncOnce();
+      const covering = this.latest && this.latest.upTo >= seq ? this.latest.done : null;
+      await (covering ?? Promise.race(this.running));
     }
   }
 
-  private async syncOnce(): Promise<void> {
+  private syncOnce(): { upTo: number; done: Promise<void> } {
     const upTo = this.written;
-    this.handle ??= open(this.walPath, 'r+');
-    const fh = await this.handle;
-    await fh.datasync();
-    this.synced = upTo;
+    const done = (async () => {
+      this.handle ??= open(this.walPath, 'r+');
+      const fh = await this.handle;
+      await fh.datasync();
+      // Syncs may end out of order: what is durable is the most any finished one covered.
+      this.synced = Math.max(this.synced, upTo);
+    })();
+    const sync = { upTo, done };
+    this.running.add(done);
+    void done.then(
+      () => this.running.delete(done),
+      () => {
+        this.running.delete(done);
+        // A failed sync (EIO) fails its waiters; the next wait tries a new one.
+        if (this.latest === sync) this.latest = null;
+      },
+    );
+    return sync;
   }
 
   async close(): Promise<void> {
-    await this.running?.catch(() => {});
+    await Promise.allSettled(this.running);
     const fh = await this.handle?.catch(() => null);
     await fh?.close();
     this.handle = null;
   }
 }
 
-/**
- * Sets the database (at `file`) up for durable commits off the event loop; returns its Kysely
- * dialect. Call after any other wrapping of `sqlite.prepare` (the statement cache): this one sees
- * which statements write.
- */
-export function durableSqliteDialect(sqlite: SQLite.Database, file: string): SqliteDialect {
+/** How long writes released without waiting may stay unsynced when no other sync covers them. */
+const UNWAITED_SYNC_MS = 20;
+
+export interface DurableSqlite {
+  dialect: SqliteDialect;
+  /**
+   * Releases the transaction that holds the connection now without waiting for its WAL sync. For
+   * writes nobody is answered about (a download's outcome once its response is over): they are
+   * in the OS's hands at once (a killed process loses nothing) and on disk with the next sync,
+   * some other writer's or one UNWAITED_SYNC_MS later; only a power cut in between loses them.
+   */
+  releaseUnwaited(): void;
+}
+
+export function durableSqliteDialect(sqlite: SQLite.Database, file: string): DurableSqlite {
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
   // The WAL exists from the first transaction on; make it, and its directory entry, durable now,
@@ -101,6 +133,16 @@ export function durableSqliteDialect(sqlite: SQLite.Database, file: string): Sql
     });
   };
   let dirtySeq = 0; // the last write of whoever holds the connection now (0: none)
+  let unwaited = false; // releaseUnwaited() was called by whoever holds it
+  // The last write released unwaited, and the timer that syncs it if nothing else has by then.
+  let unwaitedSeq = 0;
+  let unwaitedTimer: NodeJS.Timeout | null = null;
+  const syncUnwaited = () => {
+    unwaitedTimer = null;
+    wal.wait(unwaitedSeq).catch(() => {
+      // A failing disk fails the next waiting writer too, who reports it.
+    });
+  };
   const prepare = sqlite.prepare.bind(sqlite);
   sqlite.prepare = ((source: string) => {
     const stmt = prepare(source);
@@ -116,10 +158,15 @@ export function durableSqliteDialect(sqlite: SQLite.Database, file: string): Sql
   class DurableSqliteDriver extends SqliteDriver {
     override async releaseConnection(): Promise<void> {
       const seq = dirtySeq;
+      const wait = !unwaited;
       dirtySeq = 0;
+      unwaited = false;
       // Free the connection first: others read and write while this caller waits for the disk.
       await super.releaseConnection();
-      if (seq) await wal.wait(seq);
+      if (!seq) return;
+      if (wait) return wal.wait(seq);
+      unwaitedSeq = seq;
+      unwaitedTimer ??= setTimeout(syncUnwaited, UNWAITED_SYNC_MS);
     }
 
     /**
@@ -131,15 +178,25 @@ export function durableSqliteDialect(sqlite: SQLite.Database, file: string): Sql
     }
 
     override async destroy(): Promise<void> {
+      if (unwaitedTimer) {
+        clearTimeout(unwaitedTimer);
+        await wal.wait(unwaitedSeq).catch(() => {});
+      }
       await checkpointer?.close();
       await wal.close();
       await super.destroy();
     }
   }
 
-  return new (class extends SqliteDialect {
+  const dialect = new (class extends SqliteDialect {
     override createDriver() {
       return new DurableSqliteDriver({ database: sqlite });
     }
   })({ database: sqlite });
+  return {
+    dialect,
+    releaseUnwaited: () => {
+      unwaited = true;
+    },
+  };
 }

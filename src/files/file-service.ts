@@ -118,20 +118,28 @@ export class FileService {
       complete: outcome.complete,
       ...(outcome.range ? rangeDetail(outcome.range) : {}),
     });
-    await this.commits.run(async (trx) => {
-      await this.audit.finish(row, entry, trx);
-      if (outcome.complete) await this.store.countDownload(link.id, trx);
-    });
+    // Nobody waits on this (the response is over): it commits without holding a commit slot for
+    // the disk, which syncs it soon after (group-commit.ts, RunOptions.durable).
+    await this.commits.run(
+      async (trx) => {
+        await this.audit.finish(row, entry, trx);
+        if (outcome.complete) await this.store.countDownload(link.id, trx);
+      },
+      { durable: false },
+    );
     if (!outcome.complete) return;
     for (const hook of this.downloadHooks) await hook(found, remote);
     if (this.config.retireOnDownload && file.state === 'area') await this.retire(file, 'downloaded');
   }
 
-  /** Access to a file's blob for the download response, reporting damage to the audit trail. */
-  blobAccess(file: FileRow, remote: string | null): BlobAccess {
+  /**
+   * Access to a file's blob for the download response, reporting damage to the audit trail.
+   * `contents`: a file kept in the database, as read with its link (FileWithLink.contents).
+   */
+  blobAccess({ file, contents }: Pick<FileWithLink, 'file' | 'contents'>, remote: string | null): BlobAccess {
     const blobs = this.writer.store;
     const directBody = blobs.directBody?.bind(blobs);
-    const stored = file.contents_in_db ? this.contentsInDatabase(file) : null;
+    const stored = file.contents_in_db ? this.contentsInDatabase(file, contents) : null;
     return {
       open: stored?.open ?? ((range) => blobs.read(file.blob_key, range)),
       directBody:
@@ -155,9 +163,13 @@ export class FileService {
   }
 
   /** The reads of BlobAccess for contents kept in the database with the row. */
-  private contentsInDatabase(file: FileRow): Pick<BlobAccess, 'open' | 'stat' | 'readSmall'> {
+  private contentsInDatabase(
+    file: FileRow,
+    known: Buffer | null | undefined,
+  ): Pick<BlobAccess, 'open' | 'stat' | 'readSmall'> {
+    const read = async () => (known !== undefined ? known : await this.store.contents(file.id)) ?? undefined;
     const small = async (maxBytes: number) => {
-      const data = await this.store.contents(file.id);
+      const data = await read();
       if (!data) return null;
       return {
         stat: { size: data.length, fingerprint: IN_DATABASE },
@@ -168,7 +180,7 @@ export class FileService {
       readSmall: small,
       stat: async () => (await small(0))?.stat ?? null,
       open: async (range) => {
-        const data = await this.store.contents(file.id);
+        const data = await read();
         if (!data) throw new Error(`contents of file ${file.id} missing from the database`);
         return Readable.from([range ? data.subarray(range.start, range.end + 1) : data]);
       },

@@ -39,11 +39,13 @@ export interface NewLink {
 export interface FileWithLink {
   file: FileRow;
   link: LinkRow;
+  /** The contents of a file kept in the database, when read with the link (byTokenHash). */
+  contents?: Buffer | null;
 }
 
 export const PAGE_SIZE = 100;
 
-/** Every column of files, selected beside a link's as `f_<column>` (byTokenHash). */
+/** Every column of files, selected beside a link's as `f_<column>` (byTokenHash; contents: `c_data`). */
 const FILE_COLUMNS = [
   'id',
   'owner_id',
@@ -90,7 +92,8 @@ export class FileStore implements BlobCatalog {
     private readonly db: Db,
     private readonly dialect: Dialect,
   ) {
-    // The link and its file in one statement (every download starts with it).
+    // The link, its file and a small file's contents in one statement (every download starts
+    // with it; each statement on its own is a read transaction of its own).
     this.linkWithFile = prepare<[string], Record<string, unknown>>(
       db,
       1,
@@ -98,8 +101,10 @@ export class FileStore implements BlobCatalog {
         db
           .selectFrom('links')
           .innerJoin('files', 'files.id', 'links.file_id')
+          .leftJoin('file_contents', 'file_contents.file_id', 'files.id')
           .selectAll('links')
           .select((eb) => FILE_COLUMNS.map((c) => eb.ref(`files.${c}`).as(`f_${c}`)))
+          .select('file_contents.data as c_data')
           .where('links.token_hash', '=', p<string>(0)) as unknown as Compilable<Record<string, unknown>>,
     );
     this.fileById = prepare<[number], FileRow>(db, 1, (p) =>
@@ -300,9 +305,10 @@ export class FileStore implements BlobCatalog {
     const file: Record<string, unknown> = {};
     for (const key in row) {
       if (key.startsWith('f_')) file[key.slice(2)] = row[key];
-      else link[key] = row[key];
+      else if (key !== 'c_data') link[key] = row[key];
     }
-    return { file: file as unknown as FileRow, link: link as unknown as LinkRow };
+    const contents = (row['c_data'] as Buffer | null) ?? null;
+    return { file: file as unknown as FileRow, link: link as unknown as LinkRow, contents };
   }
 
   byId(id: number, db: Db = this.db): Promise<FileRow | undefined> {
