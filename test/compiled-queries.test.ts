@@ -124,6 +124,64 @@ describe('prepare (sqlite): run without Kysely where safe', () => {
         /abandon/,
       );
       assert.equal((await count.first(['upload']))?.n, 0, 'a rolled-back prepared write is gone');
+
+      // Reads asked in one turn share one read transaction, run when the turn is over: a
+      // transaction that began meanwhile and is still open must not be seen by them either.
+      let release2!: () => void;
+      const gate2 = new Promise<void>((resolve) => (release2 = resolve));
+      const queued = [count.first(['download']), count.first(['login'])];
+      const open2 = db.transaction().execute(async (trx) => {
+        await insert.first(['login'], trx);
+        await gate2;
+        throw new Error('roll back');
+      });
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      release2();
+      await assert.rejects(open2, /roll back/);
+      assert.deepEqual(
+        (await Promise.all(queued)).map((r) => r?.n),
+        [0, 0],
+        'reads queued before an open transaction did not see its row',
+      );
+    } finally {
+      await close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('reads asked together each get their own rows; a failing one fails alone', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'remessa-compiled-'));
+    const { db, close } = await openDatabase({ dataDir: dir, databaseUrl: null });
+    try {
+      for (let i = 0; i < 5; i++)
+        await db
+          .insertInto('audit')
+          .values({ at: i, event: 'download', detail: `row ${i}` })
+          .execute();
+      const byAt = prepare<[number], { detail: string | null }>(db, 1, (p) =>
+        db.selectFrom('audit').select('detail').where('at', '=', p<number>(0)),
+      );
+      const results = await Promise.all([
+        byAt.first([0]),
+        byAt.first([3]),
+        // better-sqlite3 cannot bind an object: this read fails, the others are answered.
+        byAt.first([{} as unknown as number]).then(
+          () => 'answered',
+          (err: Error) => err.constructor.name,
+        ),
+        byAt.first([4]),
+        byAt.first([99]),
+      ]);
+      assert.deepEqual(results, [
+        { detail: 'row 0' },
+        { detail: 'row 3' },
+        'TypeError',
+        { detail: 'row 4' },
+        undefined,
+      ]);
+      // Nothing was left open: a write right after commits.
+      await db.insertInto('audit').values({ at: 9, event: 'download', detail: 'after' }).execute();
+      assert.deepEqual(await byAt.first([9]), { detail: 'after' });
     } finally {
       await close();
       await rm(dir, { recursive: true, force: true });

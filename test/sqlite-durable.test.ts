@@ -109,6 +109,37 @@ describe('SQLite: durable commits off the event loop', () => {
     assert.deepEqual(events, [], 'a read does not sync');
   });
 
+  test('a unit nobody waits on commits without waiting for the disk, which syncs it soon after', async () => {
+    const { db, commits } = database;
+    const unwaited = (detail: string) =>
+      commits.run((trx) => trx.insertInto('audit').values({ at: 6, event: 'download', detail }).execute(), {
+        durable: false,
+      });
+    events.length = 0;
+    await unwaited('f').then(() => events.push('answered'));
+    assert.equal(events[0], 'answered', 'answered before any sync');
+    // Then a sync covers it, without anyone asking (UNWAITED_SYNC_MS, then the slowed sync).
+    for (let i = 0; i < 100 && !events.includes('sync-done'); i++)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.deepEqual(events, ['answered', 'sync-start', 'sync-done']);
+
+    // Sharing a batch with a unit that must be durable, it waits for the sync like that one.
+    events.length = 0;
+    await Promise.all([
+      unwaited('g').then(() => events.push('answered unwaited')),
+      commits
+        .run((trx) => trx.insertInto('audit').values({ at: 7, event: 'download', detail: 'h' }).execute())
+        .then(() => events.push('answered durable')),
+    ]);
+    assert.deepEqual(events.slice(0, 2), ['sync-start', 'sync-done']);
+    const rows = await db
+      .selectFrom('audit')
+      .select('detail')
+      .where('detail', 'in', ['f', 'g', 'h'])
+      .execute();
+    assert.equal(rows.length, 3);
+  });
+
   test('once writes add up, a thread of its own checkpoints: committed rows reach the database file without a checkpoint on the event loop', async () => {
     const { db } = database;
     const { sql } = await import('kysely');
