@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { after, before, describe, test } from 'node:test';
+import { FileStore } from '../src/files/file-store.js';
 import { blobFiles, bytes, type FileEntry, footprint, uploadMultipart, uploadRaw } from './helpers/files.js';
 import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
 import { httpHead, rawRequest } from './helpers/raw.js';
@@ -197,12 +198,36 @@ describe('small files in the database: limits and settings', () => {
       const f = (up.body['files'] as FileEntry[])[0]!;
       const row = await rowOf(t, f.id);
       assert.equal(row.contents_in_db, 1);
+      // Downloaded once before the damage: 'always' reads the contents anew, never a copy in memory.
+      assert.equal((await call(f.linkURL)).status, 200);
       await t.server.services.db
         .updateTable('file_contents')
         .set({ data: bytes(500) })
         .where('file_id', '=', row.id)
         .execute();
       assert.equal((await call(f.linkURL)).status, 500);
+    } finally {
+      await t.close();
+    }
+  });
+
+  test('contents read once are kept in memory under their file id until the file is deleted', async () => {
+    const t = await startTestServer();
+    try {
+      await t.createUser('small', 'small-password');
+      const data = bytes(700);
+      const up = await uploadRaw(t, auth, data, { file: 'kept.bin' });
+      const f = (up.body['files'] as FileEntry[])[0]!;
+      const store = new FileStore(t.server.services.db, 'sqlite');
+      const id = (await rowOf(t, f.id)).id;
+      assert.deepEqual(await store.contents(id), data);
+      // The row behind it goes (as only a purge does, with the file): the copy answers meanwhile…
+      await t.server.services.db.deleteFrom('file_contents').where('file_id', '=', id).execute();
+      assert.deepEqual(await store.contents(id), data);
+      assert.equal(await store.contents(id, { cached: false }), undefined);
+      // …and goes with the file.
+      await store.deleteFile(id);
+      assert.equal(await store.contents(id), undefined);
     } finally {
       await t.close();
     }

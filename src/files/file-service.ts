@@ -132,14 +132,11 @@ export class FileService {
     if (this.config.retireOnDownload && file.state === 'area') await this.retire(file, 'downloaded');
   }
 
-  /**
-   * Access to a file's blob for the download response, reporting damage to the audit trail.
-   * `contents`: a file kept in the database, as read with its link (FileWithLink.contents).
-   */
-  blobAccess({ file, contents }: Pick<FileWithLink, 'file' | 'contents'>, remote: string | null): BlobAccess {
+  /** Access to a file's blob for the download response, reporting damage to the audit trail. */
+  blobAccess(file: FileRow, remote: string | null): BlobAccess {
     const blobs = this.writer.store;
     const directBody = blobs.directBody?.bind(blobs);
-    const stored = file.contents_in_db ? this.contentsInDatabase(file, contents) : null;
+    const stored = file.contents_in_db ? this.contentsInDatabase(file) : null;
     return {
       open: stored?.open ?? ((range) => blobs.read(file.blob_key, range)),
       directBody:
@@ -163,11 +160,10 @@ export class FileService {
   }
 
   /** The reads of BlobAccess for contents kept in the database with the row. */
-  private contentsInDatabase(
-    file: FileRow,
-    known: Buffer | null | undefined,
-  ): Pick<BlobAccess, 'open' | 'stat' | 'readSmall'> {
-    const read = async () => (known !== undefined ? known : await this.store.contents(file.id)) ?? undefined;
+  private contentsInDatabase(file: FileRow): Pick<BlobAccess, 'open' | 'stat' | 'readSmall'> {
+    // REMESSA_VERIFY_DOWNLOADS=always is there to catch damage on the media: it reads them anew.
+    const cached = this.config.verifyDownloads !== 'always';
+    const read = () => this.store.contents(file.id, { cached });
     const small = async (maxBytes: number) => {
       const data = await read();
       if (!data) return null;

@@ -39,13 +39,11 @@ export interface NewLink {
 export interface FileWithLink {
   file: FileRow;
   link: LinkRow;
-  /** The contents of a file kept in the database, when read with the link (byTokenHash). */
-  contents?: Buffer | null;
 }
 
 export const PAGE_SIZE = 100;
 
-/** Every column of files, selected beside a link's as `f_<column>` (byTokenHash; contents: `c_data`). */
+/** Every column of files, selected beside a link's as `f_<column>` (byTokenHash). */
 const FILE_COLUMNS = [
   'id',
   'owner_id',
@@ -69,6 +67,49 @@ const everyFileColumn: Exclude<keyof FileRow, (typeof FILE_COLUMNS)[number]> ext
   true;
 void everyFileColumn;
 
+/**
+ * Bytes of small files' contents kept in memory after a read. Reading a 4 KiB blob out of SQLite
+ * cost 7-16 µs (the copy into a new Buffer), most of a small download's database time; ids are
+ * never reused, and contents never change under their id, so a copy stays right until the purge.
+ */
+const RECENT_CONTENTS_BYTES = 8 * 1024 * 1024;
+
+/** Contents by file id, least recently read first; drops the oldest past `maxBytes`. */
+class RecentContents {
+  private readonly entries = new Map<number, Buffer>();
+  private bytes = 0;
+
+  constructor(private readonly maxBytes: number) {}
+
+  get(id: number): Buffer | undefined {
+    const data = this.entries.get(id);
+    if (data) {
+      this.entries.delete(id);
+      this.entries.set(id, data);
+    }
+    return data;
+  }
+
+  set(id: number, data: Buffer): void {
+    if (data.length > this.maxBytes) return;
+    this.delete(id);
+    this.entries.set(id, data);
+    this.bytes += data.length;
+    for (const [oldest, old] of this.entries) {
+      if (this.bytes <= this.maxBytes) break;
+      this.entries.delete(oldest);
+      this.bytes -= old.length;
+    }
+  }
+
+  delete(id: number): void {
+    const data = this.entries.get(id);
+    if (!data) return;
+    this.entries.delete(id);
+    this.bytes -= data.length;
+  }
+}
+
 /** Names tried by exact lookup before scanning the area: "a.txt" to "a (15).txt". */
 const NAME_CANDIDATES = 16;
 
@@ -81,6 +122,7 @@ export class FileStore implements BlobCatalog {
   private readonly linkWithFile;
   private readonly countDownloadQuery;
   private readonly contentsByFile;
+  private readonly recentContents = new RecentContents(RECENT_CONTENTS_BYTES);
   // And every upload these.
   private readonly insertContents;
   private readonly insertFileQuery;
@@ -92,8 +134,7 @@ export class FileStore implements BlobCatalog {
     private readonly db: Db,
     private readonly dialect: Dialect,
   ) {
-    // The link, its file and a small file's contents in one statement (every download starts
-    // with it; each statement on its own is a read transaction of its own).
+    // The link and its file in one statement (every download starts with it).
     this.linkWithFile = prepare<[string], Record<string, unknown>>(
       db,
       1,
@@ -101,10 +142,8 @@ export class FileStore implements BlobCatalog {
         db
           .selectFrom('links')
           .innerJoin('files', 'files.id', 'links.file_id')
-          .leftJoin('file_contents', 'file_contents.file_id', 'files.id')
           .selectAll('links')
           .select((eb) => FILE_COLUMNS.map((c) => eb.ref(`files.${c}`).as(`f_${c}`)))
-          .select('file_contents.data as c_data')
           .where('links.token_hash', '=', p<string>(0)) as unknown as Compilable<Record<string, unknown>>,
     );
     this.fileById = prepare<[number], FileRow>(db, 1, (p) =>
@@ -198,9 +237,16 @@ export class FileStore implements BlobCatalog {
     );
   }
 
-  /** The contents of a file kept in the database (files.contents_in_db), or undefined. */
-  async contents(fileId: number): Promise<Buffer | undefined> {
-    return (await this.contentsByFile.first([fileId]))?.data;
+  /**
+   * The contents of a file kept in the database (files.contents_in_db), or undefined. `cached`:
+   * may come from the copies of recently read ones (a file's contents never change under its id).
+   */
+  async contents(fileId: number, { cached = true } = {}): Promise<Buffer | undefined> {
+    const hit = cached ? this.recentContents.get(fileId) : undefined;
+    if (hit) return hit;
+    const data = (await this.contentsByFile.first([fileId]))?.data;
+    if (data && cached) this.recentContents.set(fileId, data);
+    return data;
   }
 
   /**
@@ -305,10 +351,9 @@ export class FileStore implements BlobCatalog {
     const file: Record<string, unknown> = {};
     for (const key in row) {
       if (key.startsWith('f_')) file[key.slice(2)] = row[key];
-      else if (key !== 'c_data') link[key] = row[key];
+      else link[key] = row[key];
     }
-    const contents = (row['c_data'] as Buffer | null) ?? null;
-    return { file: file as unknown as FileRow, link: link as unknown as LinkRow, contents };
+    return { file: file as unknown as FileRow, link: link as unknown as LinkRow };
   }
 
   byId(id: number, db: Db = this.db): Promise<FileRow | undefined> {
@@ -418,6 +463,7 @@ export class FileStore implements BlobCatalog {
       await trx.deleteFrom('file_contents').where('file_id', '=', fileId).execute();
       await trx.deleteFrom('files').where('id', '=', fileId).execute();
     });
+    this.recentContents.delete(fileId);
   }
 
   /** Files whose owner account was removed go to backup with an immediate purge. */

@@ -208,7 +208,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
   async function serve(request: FastifyRequest, reply: FastifyReply, found: FileWithLink) {
     // The audit row is committed before the first byte; the outcome is added once it is known.
     const begun: { row: number; range: ByteRange | null }[] = [];
-    const blob = files.blobAccess(found, request.ip);
+    const blob = files.blobAccess(found.file, request.ip);
     let outcome: DownloadOutcome;
     try {
       outcome = await sendStoredFile(request, reply, found.file, blob, async (range) => {
