@@ -57,7 +57,10 @@ class SharedReads {
       for (const r of batch) r.alone();
       return;
     }
-    if (batch.length === 1) return this.run(batch[0]!);
+    if (batch.length === 1) {
+      this.run(batch[0]!);
+      return;
+    }
     this.begin().run();
     try {
       for (const r of batch) this.run(r);
