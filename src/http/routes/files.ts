@@ -142,6 +142,8 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
       // The parser fails the part's stream on bad framing, possibly before anyone reads it, by
       // destroying it or only by emitting an error; whoever reads the part rethrows that error.
       part.file.on('error', (err) => bodyErrors.add(err));
+      // (It may have failed already: a body that arrived whole is parsed before this line runs.)
+      if (part.file.errored) bodyErrors.add(part.file.errored);
       yield { filename: part.filename || undefined, stream: part.file, sizeBound };
     }
   }
