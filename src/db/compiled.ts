@@ -57,15 +57,21 @@ class SharedReads {
       for (const r of batch) r.alone();
       return;
     }
-    if (batch.length === 1) {
-      this.run(batch[0]!);
-      return;
-    }
-    this.begin().run();
+    const shared = batch.length > 1 && this.attempt(() => this.begin().run());
+    for (const r of batch) this.run(r);
+    // Ending a read transaction does not fail; if it ever did, what it read is answered already,
+    // and a throw here (a timer's callback) would end the process.
+    if (shared && this.sqlite.inTransaction && !this.attempt(() => this.commit().run()))
+      this.attempt(() => this.sqlite.exec('ROLLBACK'));
+  }
+
+  /** Runs `step`; false if it threw. */
+  private attempt(step: () => void): boolean {
     try {
-      for (const r of batch) this.run(r);
-    } finally {
-      if (this.sqlite.inTransaction) this.commit().run();
+      step();
+      return true;
+    } catch {
+      return false;
     }
   }
 

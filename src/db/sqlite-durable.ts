@@ -107,6 +107,11 @@ export interface DurableSqlite {
   releaseUnwaited(): void;
 }
 
+/**
+ * Sets the database (at `file`) up for durable commits off the event loop; returns its Kysely
+ * dialect and the way to release a transaction without waiting. Call after any other wrapping of
+ * `sqlite.prepare` (the statement cache): this one sees which statements write.
+ */
 export function durableSqliteDialect(sqlite: SQLite.Database, file: string): DurableSqlite {
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
