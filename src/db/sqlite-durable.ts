@@ -40,9 +40,8 @@ const SYNCS_IN_FLIGHT = 2;
 class WalSync {
   private written = 0;
   private synced = 0;
-  /** The sync started last, and the writes it covers. */
-  private latest: { upTo: number; done: Promise<void> } | null = null;
-  private readonly running = new Set<Promise<void>>();
+  /** Syncs under way, each with the last write it covers. */
+  private readonly running = new Set<{ upTo: number; done: Promise<void> }>();
   private handle: Promise<FileHandle> | null = null;
 
   constructor(private readonly walPath: string) {}
@@ -54,12 +53,12 @@ class WalSync {
 
   async wait(seq: number): Promise<void> {
     while (this.synced < seq) {
+      let covering = [...this.running].find((sync) => sync.upTo >= seq);
       // One more sync at once (up to SYNCS_IN_FLIGHT) rather than after the one under way: a
       // small download then cost ~20% less CPU (docs/benchmarks.md, session 11).
-      if ((!this.latest || this.latest.upTo < seq) && this.running.size < SYNCS_IN_FLIGHT)
-        this.latest = this.syncOnce();
-      const covering = this.latest && this.latest.upTo >= seq ? this.latest.done : null;
-      await (covering ?? Promise.race(this.running));
+      if (!covering && this.running.size < SYNCS_IN_FLIGHT) covering = this.syncOnce();
+      // A failed sync (EIO) fails its waiters; the next wait tries a new one.
+      await (covering?.done ?? Promise.race([...this.running].map((sync) => sync.done)));
     }
   }
 
@@ -73,20 +72,14 @@ class WalSync {
       this.synced = Math.max(this.synced, upTo);
     })();
     const sync = { upTo, done };
-    this.running.add(done);
-    void done.then(
-      () => this.running.delete(done),
-      () => {
-        this.running.delete(done);
-        // A failed sync (EIO) fails its waiters; the next wait tries a new one.
-        if (this.latest === sync) this.latest = null;
-      },
-    );
+    this.running.add(sync);
+    const forget = () => this.running.delete(sync);
+    void done.then(forget, forget);
     return sync;
   }
 
   async close(): Promise<void> {
-    await Promise.allSettled(this.running);
+    await Promise.allSettled([...this.running].map((sync) => sync.done));
     const fh = await this.handle?.catch(() => null);
     await fh?.close();
     this.handle = null;

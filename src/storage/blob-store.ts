@@ -1,8 +1,9 @@
 // Where file contents live, behind one small interface. The metadata store names them by key (and
 // holds the contents itself only of small uploads: blob-writer.ts). Adapters: local directory
 // (local-blob-store.ts), S3-compatible object storage (s3-blob-store.ts), memory for tests
-// (memory-blob-store.ts); createBlobStore picks one from the configuration (blob-stores.ts). Hashing and the byte limit are not the adapters' job:
-// BlobWriter (blob-writer.ts) wraps any store with them.
+// (memory-blob-store.ts); createBlobStore picks one from the configuration (blob-stores.ts).
+// Hashing and the byte limit are not the adapters' job: BlobWriter (blob-writer.ts) wraps any
+// store with them.
 //
 // The contract every adapter keeps (test/blob-store-contract.test.ts runs the same tests on all):
 // - put: an object becomes visible (stat, read, list) only whole, once put resolves; when put
