@@ -96,6 +96,43 @@ describe('remessa send / get', () => {
     assert.match(again.stderr, /not signed in/);
   });
 
+  test('get keeps resuming for as long as each attempt brings bytes, however many cuts it takes', async () => {
+    const file = path.join(dir, 'flaky.bin');
+    const digest = await writeBigFile(file, 12);
+    const sent = await fetch(`${t.base}/upload?file=flaky.bin`, {
+      method: 'POST',
+      headers: {
+        Authorization: basic('alice', 'alice-password'),
+        'Content-Type': 'application/octet-stream',
+      },
+      body: await readFile(file),
+    });
+    assert.equal(sent.status, 200);
+    const { files } = (await sent.json()) as { files: { linkURL: string }[] };
+    // A network that drops every megabyte: a dozen cuts, twice what a fixed budget of attempts
+    // allowed before.
+    const flaky = await CutProxy.start({
+      target: { host: '127.0.0.1', port: port() },
+      everyBytes: MiB,
+      direction: 'down',
+    });
+    try {
+      const out = path.join(dir, 'flaky-copy.bin');
+      const got = await remessa({}, [
+        'get',
+        files[0]!.linkURL.replace(t.origin, flaky.origin),
+        '-o',
+        out,
+        '--json',
+      ]);
+      assert.equal(got.code, 0, got.stderr);
+      assert.ok(flaky.cuts >= 10, `${flaky.cuts} cuts`);
+      assert.deepEqual(JSON.parse(got.stdout), { path: out, length: 12 * MiB, sha256: digest });
+    } finally {
+      await flaky.close();
+    }
+  });
+
   test('send resumes an interrupted upload when run again with the same file', async () => {
     const creds = {
       ...env,

@@ -24,7 +24,14 @@ export interface GotFile {
   sha256: string;
 }
 
-const ATTEMPTS = 6;
+/**
+ * Attempts in a row that brought no byte before giving up. A cut after progress starts the count
+ * again: a long download over a network that drops every few megabytes still arrives, however
+ * many drops it takes, while a server that is gone (or restarting) gets ~25 s of backing off.
+ */
+const FRUITLESS_ATTEMPTS = 8;
+/** The wait before the next attempt doubles with each fruitless one, up to this. */
+const MAX_BACKOFF_MS = 8000;
 
 function nameFrom(disposition: string | null): string | undefined {
   if (!disposition) return undefined;
@@ -90,11 +97,13 @@ export async function get(link: string, o: GetOptions): Promise<GotFile> {
   const final = path.resolve(o.out ?? nameFrom(head.headers.get('content-disposition')) ?? 'download');
   const part = `${final}.part`;
   const bar = progress(path.basename(final), length, o.json);
-  for (let attempt = 1; ; attempt++) {
+  let fruitless = 0;
+  for (;;) {
     const have = await sizeOf(part);
     if (have === length) break;
     const headers: Record<string, string> =
       have > 0 && have < length ? { Range: `bytes=${have}-`, 'If-Range': etag } : {};
+    let received = 0;
     try {
       const res = await fetch(url, { headers });
       if (res.status !== 200 && res.status !== 206)
@@ -104,19 +113,21 @@ export async function get(link: string, o: GetOptions): Promise<GotFile> {
       let done = append ? have : 0;
       const body = Readable.fromWeb(res.body as import('node:stream/web').ReadableStream<Uint8Array>);
       body.on('data', (c: Buffer) => {
+        received += c.length;
         done += c.length;
         bar.update(done);
       });
       await pipeline(body, createWriteStream(part, { flags: append ? 'a' : 'w', mode: 0o600 }));
     } catch (err) {
-      if (err instanceof AppError || attempt >= ATTEMPTS) {
+      fruitless = received > 0 ? 1 : fruitless + 1;
+      if (err instanceof AppError || fruitless >= FRUITLESS_ATTEMPTS) {
         bar.stop();
         throw err instanceof AppError
           ? err
           : new AppError(503, `download interrupted (${(err as Error).message}); run again to resume`);
       }
       process.stderr.write(`connection lost at ${await sizeOf(part)} bytes; resuming\n`);
-      await new Promise((r) => setTimeout(r, 500 * attempt));
+      await new Promise((r) => setTimeout(r, Math.min(250 * 2 ** (fruitless - 1), MAX_BACKOFF_MS)));
     }
   }
   bar.stop();
