@@ -5,6 +5,7 @@ import { type Config, ConfigError, loadConfig } from './config.js';
 import type { UserRow } from './db/schema.js';
 import { AppError } from './errors.js';
 import { createLogger } from './logger.js';
+import { Resealer } from './security/reseal.js';
 import { startServer } from './server.js';
 import { createServices, type Services } from './services.js';
 
@@ -359,6 +360,26 @@ program
         );
       }
       if (r.missing.length > 0) process.exitCode = 1;
+    });
+  });
+
+program
+  .command('secret')
+  .description('the server secret (REMESSA_SECRET): rotation, docs/operations.md')
+  .command('reseal')
+  .option('--json', 'machine-readable output')
+  .description(
+    'seal every stored sealed value (link tokens, messages, webhook secrets) with the current secret; ' +
+      'run during a rotation, with REMESSA_PREVIOUS_SECRET set; exit 1 if some could not be opened',
+  )
+  .action(async (o: { json?: boolean }) => {
+    await withServices(async (s) => {
+      const reports = await new Resealer({ db: s.db, keys: s.keys }).resealAll();
+      if (o.json) console.log(JSON.stringify(reports));
+      else
+        for (const r of reports)
+          console.log(`${r.name}: ${r.resealed} resealed, ${r.current} current, ${r.unreadable} unreadable`);
+      if (reports.some((r) => r.unreadable > 0)) process.exitCode = 1;
     });
   });
 

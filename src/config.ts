@@ -19,6 +19,11 @@ export interface Config {
   lang: Lang;
   /** Explicit REMESSA_SECRET, or null to use/generate the one kept in the data dir. */
   secret: string | null;
+  /**
+   * REMESSA_PREVIOUS_SECRET: during a rotation, the secret being replaced; what it signed or
+   * sealed is still accepted (docs/operations.md, "Rotating REMESSA_SECRET").
+   */
+  previousSecret: string | null;
   /** postgres://… for PostgreSQL; null for the embedded SQLite file in the data dir. */
   databaseUrl: string | null;
   tokenSeconds: number;
@@ -238,6 +243,9 @@ export function loadConfig(env: Source = process.env): Config {
   const secret = r.optional('REMESSA_SECRET');
   if (secret !== null && secret.length < 16)
     throw new ConfigError('REMESSA_SECRET must be at least 16 characters');
+  const previousSecret = r.optional('REMESSA_PREVIOUS_SECRET');
+  if (previousSecret !== null && previousSecret.length < 16)
+    throw new ConfigError('REMESSA_PREVIOUS_SECRET must be at least 16 characters');
   const maxFileSizeRaw = r.optional('REMESSA_MAX_FILE_SIZE');
   const webhookUrl = r.optional('REMESSA_WEBHOOK_URL');
   const webhookSecret = r.optional('REMESSA_WEBHOOK_SECRET');
@@ -257,6 +265,7 @@ export function loadConfig(env: Source = process.env): Config {
     dataDir: path.resolve(r.str('REMESSA_DATA_DIR', './data')),
     lang: r.oneOf('REMESSA_LANG', LANGS, 'pt'),
     secret,
+    previousSecret,
     databaseUrl,
     tokenSeconds: r.int('REMESSA_TOKEN_SECONDS', 3600, 1),
     lockoutAttempts: r.int('REMESSA_LOCKOUT_ATTEMPTS', 5, 1),

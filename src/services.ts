@@ -111,7 +111,7 @@ async function assemble(
 ): Promise<Services> {
   const clock = opts.clock ?? systemClock;
   const { db } = database;
-  const keys = new Keys(loadOrCreateSecret(config.dataDir, config.secret));
+  const keys = new Keys(loadOrCreateSecret(config.dataDir, config.secret), config.previousSecret);
   const audit = new AuditLog(db, clock, database.commits);
   const metrics = new Metrics({ db, clock, poolStats: database.poolStats });
   audit.tap(async (_db, entry) => metrics.onAudit(entry));

@@ -181,19 +181,26 @@ export class AuthService {
    * checked against the clock on every use, and the user and revocation are read every time.
    */
   private async verifySignature(token: string): Promise<SignedClaims> {
-    let payload: { uid?: unknown; gen?: unknown; jti?: string; exp?: number };
-    try {
-      ({ payload } = await jwtVerify(token, await this.keys.jwtCryptoKey, {
-        algorithms: ['HS256'],
-        issuer: this.opts.baseUrl,
-        audience: this.opts.baseUrl,
-        currentDate: new Date(this.clock.now()),
-        requiredClaims: ['jti', 'exp', 'sub'],
-      }));
-    } catch (err) {
-      if (err instanceof joseErrors.JOSEError) throw unauthorized('invalid or expired token');
-      throw err;
+    let payload: { uid?: unknown; gen?: unknown; jti?: string; exp?: number } | undefined;
+    // The current key, then (during a secret rotation) the previous one: only a signature that
+    // neither key made moves on to the next; an expired or malformed token fails at once.
+    for (const key of await this.keys.jwtVerificationKeys()) {
+      try {
+        ({ payload } = await jwtVerify(token, key, {
+          algorithms: ['HS256'],
+          issuer: this.opts.baseUrl,
+          audience: this.opts.baseUrl,
+          currentDate: new Date(this.clock.now()),
+          requiredClaims: ['jti', 'exp', 'sub'],
+        }));
+        break;
+      } catch (err) {
+        if (err instanceof joseErrors.JWSSignatureVerificationFailed) continue;
+        if (err instanceof joseErrors.JOSEError) throw unauthorized('invalid or expired token');
+        throw err;
+      }
     }
+    if (!payload) throw unauthorized('invalid or expired token');
     if (typeof payload.uid !== 'number' || typeof payload.gen !== 'number')
       throw unauthorized('invalid token');
     const claims = { uid: payload.uid, gen: payload.gen, jti: payload.jti!, exp: payload.exp! };

@@ -51,7 +51,11 @@ export interface UploadRequest {
 export interface FileWithToken {
   file: FileRow;
   link: LinkRow;
-  token: string;
+  /**
+   * null: the stored copy of the token could not be opened (sealed with a server secret that was
+   * replaced without REMESSA_PREVIOUS_SECRET, docs/operations.md); the link itself still works.
+   */
+  token: string | null;
 }
 
 /** Runs inside the upload transaction after the file rows exist (recipients, notifications). */
@@ -349,7 +353,17 @@ export class FileService {
 
   async list(owner: UserRow, area: 'area' | 'backup', page: number): Promise<FileWithToken[]> {
     const rows = await this.store.listPage(owner.id, area, page);
-    return rows.map((r) => ({ ...r, token: this.keys.unseal(r.link.token_sealed) }));
+    // One unreadable copy (an old secret) must not take the whole listing down: that entry shows
+    // no link, the others do.
+    return rows.map((r) => ({ ...r, token: this.openToken(r.link) }));
+  }
+
+  private openToken(link: LinkRow): string | null {
+    try {
+      return this.keys.unseal(link.token_sealed);
+    } catch {
+      return null;
+    }
   }
 
   /** area → backup (link validity over, or first complete download in mailbox mode). */

@@ -5,9 +5,14 @@ import type { RecipientStatus } from '../files/tracking.js';
 
 export function fileEntry(baseUrl: string, lang: string, f: FileWithToken, recipients?: RecipientStatus[]) {
   const backup = f.file.state === 'backup';
-  const linkURL = backup
-    ? `${baseUrl}/download/file/backup?lang=${lang}&z=${f.token}`
-    : `${baseUrl}/download/file?lang=${lang}&k=${f.token}`;
+  // (No token: its stored copy cannot be opened after a change of the server secret; an empty
+  // link rather than a wrong one.)
+  const linkURL =
+    f.token === null
+      ? ''
+      : backup
+        ? `${baseUrl}/download/file/backup?lang=${lang}&z=${f.token}`
+        : `${baseUrl}/download/file?lang=${lang}&k=${f.token}`;
   return {
     id: f.file.id,
     name: f.file.name,

@@ -34,50 +34,107 @@ export function loadOrCreateSecret(dataDir: string, explicit: string | null): st
   }
 }
 
-export class Keys {
-  readonly jwtKey: Uint8Array;
-  /**
-   * The same key imported once for Web Crypto: given raw bytes, jose imports them again on every
-   * signature and verification (a few percent of a bearer upload's CPU in a profile).
-   */
-  readonly jwtCryptoKey: Promise<CryptoKey>;
-  private readonly sealKey: Buffer;
-  private readonly hmacKey: Buffer;
-  private readonly credentialKey: Buffer;
+/** The keys derived from one secret. */
+interface KeySet {
+  jwtCryptoKey: Promise<CryptoKey>;
+  sealKey: Buffer;
+  hmacKey: Buffer;
+}
 
-  constructor(secret: string) {
-    const derive = (info: string) => Buffer.from(hkdfSync('sha256', secret, 'remessa', info, 32));
-    this.jwtKey = new Uint8Array(derive('jwt-hs256'));
-    this.jwtCryptoKey = crypto.subtle.importKey(
+function keySet(secret: string): KeySet {
+  const derive = (info: string) => Buffer.from(hkdfSync('sha256', secret, 'remessa', info, 32));
+  return {
+    // Imported once for Web Crypto: given raw bytes, jose imports them again on every signature
+    // and verification (a few percent of a bearer upload's CPU in a profile).
+    jwtCryptoKey: crypto.subtle.importKey(
       'raw',
-      new Uint8Array(this.jwtKey),
+      new Uint8Array(derive('jwt-hs256')),
       { name: 'HMAC', hash: 'SHA-256' },
       false,
       ['sign', 'verify'],
-    );
-    this.sealKey = derive('seal-aes-256-gcm');
-    this.hmacKey = derive('hmac-sha256');
-    this.credentialKey = derive('credential-cache');
+    ),
+    sealKey: derive('seal-aes-256-gcm'),
+    hmacKey: derive('hmac-sha256'),
+  };
+}
+
+function unsealWith(key: Buffer, sealed: string): string {
+  const buf = Buffer.from(sealed, 'base64url');
+  const d = createDecipheriv('aes-256-gcm', key, buf.subarray(0, 12));
+  d.setAuthTag(buf.subarray(12, 28));
+  return Buffer.concat([d.update(buf.subarray(28)), d.final()]).toString('utf8');
+}
+
+/**
+ * The keys of the server secret, and during a rotation those of the previous one
+ * (REMESSA_PREVIOUS_SECRET, docs/operations.md): everything is signed, sealed and hashed with the
+ * current keys; tokens, sealed values and PINs made with the previous ones are still accepted,
+ * until `remessa secret reseal` has re-sealed what is stored and the old tokens and PINs expired.
+ */
+export class Keys {
+  private readonly current: KeySet;
+  private readonly previous: KeySet | null;
+  /** Signs bearer tokens. */
+  readonly jwtCryptoKey: Promise<CryptoKey>;
+  private readonly credentialKey: Buffer;
+
+  constructor(secret: string, previousSecret: string | null = null) {
+    this.current = keySet(secret);
+    this.previous = previousSecret && previousSecret !== secret ? keySet(previousSecret) : null;
+    this.jwtCryptoKey = this.current.jwtCryptoKey;
+    this.credentialKey = Buffer.from(hkdfSync('sha256', secret, 'remessa', 'credential-cache', 32));
+  }
+
+  /** The keys a bearer token's signature may be checked with: the current one first. */
+  async jwtVerificationKeys(): Promise<CryptoKey[]> {
+    const keys = [await this.current.jwtCryptoKey];
+    if (this.previous) keys.push(await this.previous.jwtCryptoKey);
+    return keys;
   }
 
   /** AES-256-GCM, output base64url(iv | tag | ciphertext). */
   seal(plain: string): string {
     const iv = secureRandom(12);
-    const c = createCipheriv('aes-256-gcm', this.sealKey, iv);
+    const c = createCipheriv('aes-256-gcm', this.current.sealKey, iv);
     const body = Buffer.concat([c.update(plain, 'utf8'), c.final()]);
     return Buffer.concat([iv, c.getAuthTag(), body]).toString('base64url');
   }
 
+  /** Opens what seal() made, with the current keys or the previous secret's; throws if neither. */
   unseal(sealed: string): string {
-    const buf = Buffer.from(sealed, 'base64url');
-    const d = createDecipheriv('aes-256-gcm', this.sealKey, buf.subarray(0, 12));
-    d.setAuthTag(buf.subarray(12, 28));
-    return Buffer.concat([d.update(buf.subarray(28)), d.final()]).toString('utf8');
+    try {
+      return unsealWith(this.current.sealKey, sealed);
+    } catch (err) {
+      if (!this.previous) throw err;
+      return unsealWith(this.previous.sealKey, sealed);
+    }
+  }
+
+  /**
+   * `sealed` sealed anew with the current keys, or null if it already is (what
+   * `remessa secret reseal` writes back). Throws if no key opens it.
+   */
+  resealed(sealed: string): string | null {
+    try {
+      unsealWith(this.current.sealKey, sealed);
+      return null;
+    } catch {
+      return this.seal(this.unseal(sealed));
+    }
   }
 
   /** Keyed hash for short secrets (PINs): a database dump cannot brute-force 10^6 codes offline. */
   hmac(value: string): string {
-    return createHmac('sha256', this.hmacKey).update(value).digest('base64url');
+    return createHmac('sha256', this.current.hmacKey).update(value).digest('base64url');
+  }
+
+  /** Whether `hash` is hmac(value), by the current keys or the previous secret's (constant time). */
+  hmacMatches(value: string, hash: string): boolean {
+    const by = (key: Buffer) => safeEqual(createHmac('sha256', key).update(value).digest('base64url'), hash);
+    // Both are computed, so the time taken does not tell which secret made the hash.
+    const current = by(this.current.hmacKey);
+    const previous = this.previous ? by(this.previous.hmacKey) : false;
+    return current || previous;
   }
 
   /**

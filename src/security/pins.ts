@@ -5,7 +5,7 @@
 // counted failures, and a lock when too many were wrong.
 import type { Db } from '../db/database.js';
 import { AppError } from '../errors.js';
-import { type Keys, randomPin, safeEqual } from './keys.js';
+import { type Keys, randomPin } from './keys.js';
 
 /** The columns a PIN lives in, on `links` and on `change_tokens` alike. */
 export interface PinColumns {
@@ -39,7 +39,7 @@ export class PinPolicy {
   check(row: PinColumns, given: string, now: number): PinCheck {
     if (!row.pin_hash) return 'none';
     if (row.pin_expires_at === null || row.pin_expires_at <= now) return 'expired';
-    return safeEqual(this.keys.hmac(given.trim()), row.pin_hash) ? 'match' : 'mismatch';
+    return this.keys.hmacMatches(given.trim(), row.pin_hash) ? 'match' : 'mismatch';
   }
 
   /** Seconds until another PIN may be sent (0: now). */
