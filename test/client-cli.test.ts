@@ -14,6 +14,15 @@ import { writeBigFile } from './helpers/tus.js';
 
 const MiB = 1024 * 1024;
 
+/** POST /upload of a file's contents as alice (Basic), with the query `query`. */
+async function uploadAsAlice(t: TestServer, query: string, file: string): Promise<Response> {
+  return fetch(`${t.base}/upload?${query}`, {
+    method: 'POST',
+    headers: { Authorization: basic('alice', 'alice-password'), 'Content-Type': 'application/octet-stream' },
+    body: await readFile(file),
+  });
+}
+
 describe('remessa send / get', () => {
   let t: TestServer;
   let dir: string;
@@ -99,14 +108,7 @@ describe('remessa send / get', () => {
   test('get keeps resuming for as long as each attempt brings bytes, however many cuts it takes', async () => {
     const file = path.join(dir, 'flaky.bin');
     const digest = await writeBigFile(file, 12);
-    const sent = await fetch(`${t.base}/upload?file=flaky.bin`, {
-      method: 'POST',
-      headers: {
-        Authorization: basic('alice', 'alice-password'),
-        'Content-Type': 'application/octet-stream',
-      },
-      body: await readFile(file),
-    });
+    const sent = await uploadAsAlice(t, 'file=flaky.bin', file);
     assert.equal(sent.status, 200);
     const { files } = (await sent.json()) as { files: { linkURL: string }[] };
     // A network that drops every megabyte: a dozen cuts, twice what a fixed budget of attempts
@@ -219,14 +221,7 @@ describe('remessa get on a secure (PIN) link', () => {
   test('--pin opens the recipient link; the download resumes after a cut and arrives whole', async () => {
     const file = path.join(dir, 'secret.bin');
     const digest = await writeBigFile(file, 10);
-    const sent = await fetch(`${t.base}/upload?file=secret.bin&m=erin@example.com`, {
-      method: 'POST',
-      headers: {
-        Authorization: basic('alice', 'alice-password'),
-        'Content-Type': 'application/octet-stream',
-      },
-      body: await readFile(file),
-    });
+    const sent = await uploadAsAlice(t, 'file=secret.bin&m=erin@example.com', file);
     assert.equal(sent.status, 200);
     const letter = (await mail.take('erin@example.com')).text ?? '';
     const link = /(https?:\/\/\S+\/download\/file\?\S+)/.exec(letter)?.[1];
