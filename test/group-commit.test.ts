@@ -5,6 +5,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
+import { sql } from 'kysely';
+import { AuditLog } from '../src/audit/audit-log.js';
+import { systemClock } from '../src/clock.js';
 import { type OpenDatabase, openDatabase } from '../src/db/database.js';
 import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
 
@@ -77,6 +80,52 @@ describe('group commit', () => {
       }
     } finally {
       await temp.drop();
+    }
+  });
+});
+
+describe('appends (rows that only insert)', () => {
+  test('PostgreSQL: a download audit row does not wait behind a batch of other work', {
+    skip: available ? false : PG_SKIP,
+  }, async () => {
+    const temp = await createTempDatabase();
+    try {
+      const database = await openDatabase({ dataDir: '/nonexistent', databaseUrl: temp.url });
+      try {
+        const { db, commits, appends } = database;
+        const audit = new AuditLog({ db, clock: systemClock, commits, appends });
+        const events: string[] = [];
+        // A batch of other work holding its transaction for a while (an upload, an outcome).
+        const slow = commits
+          .run(async (trx) => {
+            await sql`select pg_sleep(0.5)`.execute(trx);
+          })
+          .then(() => events.push('other batch'));
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        // Rows begun meanwhile, from several requests, commit before it ends.
+        const rows = await Promise.all(
+          Array.from({ length: 5 }, () => audit.begin({ event: 'download', detail: {} })),
+        );
+        events.push('audit rows');
+        await slow;
+        assert.deepEqual(events, ['audit rows', 'other batch']);
+        assert.equal(new Set(rows).size, 5);
+      } finally {
+        await database.close();
+      }
+    } finally {
+      await temp.drop();
+    }
+  });
+
+  test('SQLite: the same queue as the other commits (one connection)', async () => {
+    const dataDir = await mkdtemp(path.join(tmpdir(), 'remessa-group-'));
+    const database = await openDatabase({ dataDir, databaseUrl: null });
+    try {
+      assert.equal(database.appends, database.commits);
+    } finally {
+      await database.close();
+      await rm(dataDir, { recursive: true, force: true });
     }
   });
 });

@@ -69,12 +69,19 @@ export class AuditLog {
   private readonly insertRow;
   private readonly setDetail;
 
-  constructor(
-    private readonly db: Db,
-    private readonly clock: Clock,
-    /** Rows written on their own share commits with other requests' (src/db/group-commit.ts). */
-    private readonly commits: GroupCommit,
-  ) {
+  private readonly db: Db;
+  private readonly clock: Clock;
+  /** Rows written on their own share commits with other requests' (src/db/group-commit.ts). */
+  private readonly commits: GroupCommit;
+  /** begin()'s rows, which only insert: OpenDatabase.appends. */
+  private readonly appends: GroupCommit;
+
+  constructor(d: { db: Db; clock: Clock; commits: GroupCommit; appends: GroupCommit }) {
+    const { db } = d;
+    this.db = db;
+    this.clock = d.clock;
+    this.commits = d.commits;
+    this.appends = d.appends;
     type Row = ReturnType<typeof rowOf>;
     this.insertRow = prepare<
       [Row['at'], Row['event'], Row['user_name'], Row['remote'], Row['file_id'], Row['detail']],
@@ -132,7 +139,8 @@ export class AuditLog {
    */
   async begin(entry: DetailedEntry): Promise<number> {
     const row = rowOf({ ...entry, detail: { ...entry.detail, outcome: 'unknown' } }, this.clock.now());
-    return this.commits.run((trx) => this.insert(trx, row));
+    // Only an insert (the taps run at finish()): it may commit beside other batches.
+    return this.appends.run((trx) => this.insert(trx, row));
   }
 
   /** Gives a row begun with begin() its final detail (the time stays when it began); taps run now. */

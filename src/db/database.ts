@@ -20,6 +20,12 @@ export interface OpenDatabase {
   poolStats(): { total: number; idle: number; waiting: number } | null;
   /** Small writes of many requests in one transaction (audit rows, counters, upload rows). */
   commits: GroupCommit;
+  /**
+   * Group commits of units that only insert rows no one else writes (the audit row a download
+   * commits before its first byte): on PostgreSQL a queue of its own whose batches may run side by
+   * side, so a download never waits behind other work's batch; on SQLite the same as `commits`.
+   */
+  appends: GroupCommit;
   close(): Promise<void>;
 }
 
@@ -73,12 +79,18 @@ export async function openDatabase(
   // deadlock, found only after deadlock_timeout). SQLite runs one transaction at a time on its one
   // connection anyway; a second batch may commit while the first one's WAL sync is under way.
   const commits = new GroupCommit(db, { concurrency: dialect === 'sqlite' ? 2 : 1, releaseUnwaited });
+  // Inserts into a table without unique keys or foreign keys take no lock another batch could wait
+  // for, so on PostgreSQL their batches need not take turns with the others (or with each other).
+  // Queued behind an outcome or upload batch, a download's first row waited for several round
+  // trips per unit of that batch: 450-650 small downloads/s with one queue, 900-1,100 with this one
+  // (docs/benchmarks.md, session 12). SQLite writes on one connection: nothing to gain there.
+  const appends = dialect === 'postgres' ? new GroupCommit(db, { concurrency: 4 }) : commits;
   const close = async () => {
     // Work queued by requests that ended just before (a download's closing audit row) commits first.
-    await commits.idle();
+    await Promise.all([commits.idle(), appends.idle()]);
     await db.destroy();
   };
-  return { db, dialect, poolStats, commits, close };
+  return { db, dialect, poolStats, commits, appends, close };
 }
 
 /**
