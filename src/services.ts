@@ -112,7 +112,13 @@ async function assemble(
   const clock = opts.clock ?? systemClock;
   const { db } = database;
   const keys = new Keys(loadOrCreateSecret(config.dataDir, config.secret), config.previousSecret);
-  const audit = new AuditLog({ db, clock, commits: database.commits, appends: database.appends });
+  const audit = new AuditLog({
+    db,
+    dialect: database.dialect,
+    clock,
+    commits: database.commits,
+    appends: database.appends,
+  });
   const metrics = new Metrics({ db, clock, poolStats: database.poolStats });
   audit.tap(async (_db, entry) => metrics.onAudit(entry));
   const userStore = new UserStore(db);

@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { bytes, type FileEntry, footprint, listArea, uploadMultipart, uploadRaw } from './helpers/files.js';
+import { eventually } from './helpers/peers.js';
 import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
 import { basic, closeAll, startTestServer, type TestServer } from './helpers/server.js';
 
@@ -57,6 +58,43 @@ describe('files on PostgreSQL', { skip: available ? false : PG_SKIP }, () => {
       .map((e) => e.name)
       .filter((n) => n.startsWith('race'));
     assert.equal(new Set(names).size, 6);
+  });
+
+  test('concurrent downloads of several links: every one counted and its audit row finished', async () => {
+    const uploads = await Promise.all(
+      ['count-a.bin', 'count-b.bin', 'count-c.bin'].map((file) => uploadRaw(a, auth, bytes(2000), { file })),
+    );
+    const links = uploads.map((u) => (u.body['files'] as FileEntry[])[0]!.linkURL);
+    // Interleaved, so one batch of outcomes holds several links (one statement for their counts).
+    const downloads = links.flatMap((link) => Array.from({ length: 5 }, () => link));
+    const results = await Promise.all(downloads.map(async (link) => (await fetch(link)).arrayBuffer()));
+    assert.equal(results.length, 15);
+    const { db } = a.server.services;
+    const counted = await eventually(async () => {
+      const rows = await db.selectFrom('links').select(['downloads']).where('kind', '=', 'owner').execute();
+      const total = rows.reduce((sum, r) => sum + r.downloads, 0);
+      return total >= 15 ? rows : false;
+    });
+    assert.ok(counted);
+    const names = await db
+      .selectFrom('links')
+      .innerJoin('files', 'files.id', 'links.file_id')
+      .select(['files.name', 'links.downloads'])
+      .where('files.name', 'like', 'count-%')
+      .orderBy('files.name')
+      .execute();
+    assert.deepEqual(
+      names.map((r) => [r.name, r.downloads]),
+      [
+        ['count-a.bin', 5],
+        ['count-b.bin', 5],
+        ['count-c.bin', 5],
+      ],
+    );
+    const rows = await db.selectFrom('audit').select('detail').where('event', '=', 'download').execute();
+    const finished = rows.filter((r) => /"complete":true/.test(r.detail ?? ''));
+    assert.ok(finished.length >= 15, `${finished.length} finished download rows`);
+    assert.ok(!rows.some((r) => /"outcome":"unknown"/.test(r.detail ?? '')), 'no row left unknown');
   });
 
   test('two instances sweeping at once retire and purge every file exactly once', async () => {

@@ -93,7 +93,7 @@ describe('appends (rows that only insert)', () => {
       const database = await openDatabase({ dataDir: '/nonexistent', databaseUrl: temp.url });
       try {
         const { db, commits, appends } = database;
-        const audit = new AuditLog({ db, clock: systemClock, commits, appends });
+        const audit = new AuditLog({ db, dialect: 'postgres', clock: systemClock, commits, appends });
         const events: string[] = [];
         // A batch of other work holding its transaction for a while (an upload, an outcome).
         const slow = commits
@@ -126,6 +126,77 @@ describe('appends (rows that only insert)', () => {
     } finally {
       await database.close();
       await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('merged work', () => {
+  test('the units of one kind in a batch run in one call, in queue order, each answered with its own result', async () => {
+    const dataDir = await mkdtemp(path.join(tmpdir(), 'remessa-group-'));
+    const database = await openDatabase({ dataDir, databaseUrl: null });
+    try {
+      const calls: number[][] = [];
+      const doubling = {
+        runAll: async (_trx: unknown, items: number[]) => {
+          calls.push(items);
+          return items.map((i) => i * 2);
+        },
+      };
+      const other = database.commits.run(async () => 'plain');
+      const results = await Promise.all([1, 2, 3, 4].map((i) => database.commits.runMerged(doubling, i)));
+      assert.deepEqual(results, [2, 4, 6, 8]);
+      assert.equal(await other, 'plain');
+      assert.deepEqual(calls, [[1, 2, 3, 4]]);
+
+      // A failing batch: each unit runs again alone (its kind with its one item).
+      calls.length = 0;
+      const merged = [5, 6].map((i) => database.commits.runMerged(doubling, i));
+      const failing = database.commits.run(async () => {
+        throw new Error('this unit fails');
+      });
+      await assert.rejects(failing, /this unit fails/);
+      assert.deepEqual(await Promise.all(merged), [10, 12]);
+      assert.deepEqual(calls, [[5, 6], [5], [6]]);
+    } finally {
+      await database.close();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  test('PostgreSQL: audit rows begun and finished in one batch each get their own id and detail', {
+    skip: available ? false : PG_SKIP,
+  }, async () => {
+    const temp = await createTempDatabase();
+    try {
+      const database = await openDatabase({ dataDir: '/nonexistent', databaseUrl: temp.url });
+      try {
+        const { db, commits, appends } = database;
+        const audit = new AuditLog({ db, dialect: 'postgres', clock: systemClock, commits, appends });
+        const ids = await Promise.all(
+          Array.from({ length: 20 }, (_, i) => audit.begin({ event: 'download', detail: { n: i } })),
+        );
+        const detailOf = async (id: number) =>
+          JSON.parse(
+            (await db.selectFrom('audit').select('detail').where('id', '=', id).executeTakeFirstOrThrow())
+              .detail!,
+          ) as Record<string, unknown>;
+        for (const [i, id] of ids.entries())
+          assert.deepEqual(await detailOf(id), { n: i, outcome: 'unknown' });
+        await commits.run((trx) =>
+          audit.finishAll(
+            ids.map((id, i) => ({
+              id,
+              entry: { event: 'download' as const, detail: { n: i, complete: true } },
+            })),
+            trx,
+          ),
+        );
+        for (const [i, id] of ids.entries()) assert.deepEqual(await detailOf(id), { n: i, complete: true });
+      } finally {
+        await database.close();
+      }
+    } finally {
+      await temp.drop();
     }
   });
 });

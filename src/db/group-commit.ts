@@ -8,8 +8,20 @@ import type { Db } from './database.js';
 /** A unit of work: runs in a transaction shared with others, so it must only use `trx`. */
 export type Work<T> = (trx: Db) => Promise<T>;
 
+/**
+ * Work of which a batch may hold many units, done for all of them at once: one multi-row statement
+ * instead of one per unit (on PostgreSQL each statement is a round trip). `runAll` gets the items
+ * in queue order and returns one result per item, in the same order.
+ */
+export interface MergedWork<I, R> {
+  runAll(trx: Db, items: I[]): Promise<R[]>;
+}
+
 interface Pending {
+  /** The unit's work, on its own (a merged unit: its kind's runAll for its item alone). */
   work: Work<unknown>;
+  /** A unit of merged work: runs with the batch's other units of the same kind. */
+  merged?: { kind: MergedWork<unknown, unknown>; item: unknown };
   /** false: resolve once committed, without waiting for the disk (RunOptions.durable). */
   durable: boolean;
   resolve(value: unknown): void;
@@ -59,6 +71,17 @@ export class GroupCommit {
     });
   }
 
+  /** Like run(), for one item of merged work: the batch's items of `kind` run in one runAll call. */
+  runMerged<I, R>(kind: MergedWork<I, R>, item: I, options: RunOptions = {}): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      const durable = options.durable ?? true;
+      const work: Work<R> = async (trx) => (await kind.runAll(trx, [item]))[0]!;
+      const merged = { kind: kind as MergedWork<unknown, unknown>, item };
+      this.queue.push({ work, merged, durable, resolve: resolve as (v: unknown) => void, reject });
+      this.schedule();
+    });
+  }
+
   /** Resolves once nothing is queued or committing (before the database closes). */
   async idle(): Promise<void> {
     while (this.queue.length > 0 || this.running > 0 || this.scheduled)
@@ -87,11 +110,7 @@ export class GroupCommit {
     let results: unknown[];
     try {
       results = await this.transact(
-        async (trx) => {
-          const out: unknown[] = [];
-          for (const p of batch) out.push(await p.work(trx));
-          return out;
-        },
+        (trx) => runUnits(trx, batch),
         batch.some((p) => p.durable),
       );
     } catch {
@@ -124,4 +143,31 @@ export class GroupCommit {
       p.reject(err);
     }
   }
+}
+
+/**
+ * Runs a batch's units in queue order and returns their results. The units of one merged kind run
+ * together, where the first of them stands in the queue.
+ */
+async function runUnits(trx: Db, batch: Pending[]): Promise<unknown[]> {
+  const out: unknown[] = new Array(batch.length);
+  const done = new Set<MergedWork<unknown, unknown>>();
+  for (const [i, p] of batch.entries()) {
+    if (!p.merged) {
+      out[i] = await p.work(trx);
+      continue;
+    }
+    const { kind } = p.merged;
+    if (done.has(kind)) continue;
+    done.add(kind);
+    const at = [...batch.keys()].filter((j) => batch[j]!.merged?.kind === kind);
+    const results = await kind.runAll(
+      trx,
+      at.map((j) => batch[j]!.merged!.item),
+    );
+    if (results.length !== at.length)
+      throw new Error(`merged work returned ${results.length} of ${at.length} results`);
+    for (const [k, j] of at.entries()) out[j] = results[k];
+  }
+  return out;
 }

@@ -2,11 +2,11 @@
 // Knows nothing of HTTP: routes hand it streams and present what it returns.
 import { Readable } from 'node:stream';
 import mime from 'mime-types';
-import type { AuditLog, DetailedEntry } from '../audit/audit-log.js';
+import type { AuditEntry, AuditLog, DetailedEntry } from '../audit/audit-log.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { type Db, isUniqueViolation } from '../db/database.js';
-import type { GroupCommit } from '../db/group-commit.js';
+import type { GroupCommit, MergedWork } from '../db/group-commit.js';
 import type { FileRow, LinkRow, UserRow } from '../db/schema.js';
 import { AppError, badRequest, unauthorized } from '../errors.js';
 import { type Keys, randomToken, sha256 } from '../security/keys.js';
@@ -64,9 +64,32 @@ export type UploadHook = (trx: Db, stored: FileWithToken[], req: UploadRequest) 
 /** Runs after a complete download was counted (sender confirmation). */
 export type DownloadHook = (found: FileWithLink, remote: string | null) => Promise<void>;
 
+/** A download's outcome, written by downloadFinished(). */
+interface Outcome {
+  /** its audit row (begun by downloadStarting) */
+  row: number;
+  entry: AuditEntry;
+  /** the link whose download count it adds one to (a complete download), or null */
+  countedLink: number | null;
+}
+
 export class FileService {
   private readonly uploadHooks: UploadHook[] = [];
   private readonly downloadHooks: DownloadHook[] = [];
+  /** The outcomes of one batch, written together (on PostgreSQL a few statements for them all). */
+  private readonly outcomes: MergedWork<Outcome, void> = {
+    runAll: async (trx, outcomes) => {
+      await this.audit.finishAll(
+        outcomes.map(({ row, entry }) => ({ id: row, entry })),
+        trx,
+      );
+      const counts = new Map<number, number>();
+      for (const { countedLink } of outcomes)
+        if (countedLink !== null) counts.set(countedLink, (counts.get(countedLink) ?? 0) + 1);
+      await this.store.countDownloads(counts, trx);
+      return outcomes.map(() => undefined);
+    },
+  };
 
   constructor(
     private readonly db: Db,
@@ -124,11 +147,9 @@ export class FileService {
     });
     // Nobody waits on this (the response is over): it commits without holding a commit slot for
     // the disk, which syncs it soon after (group-commit.ts, RunOptions.durable).
-    await this.commits.run(
-      async (trx) => {
-        await this.audit.finish(row, entry, trx);
-        if (outcome.complete) await this.store.countDownload(link.id, trx);
-      },
+    await this.commits.runMerged(
+      this.outcomes,
+      { row, entry, countedLink: outcome.complete ? link.id : null },
       { durable: false },
     );
     if (!outcome.complete) return;

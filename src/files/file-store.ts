@@ -149,10 +149,10 @@ export class FileStore implements BlobCatalog {
     this.fileById = prepare<[number], FileRow>(db, 1, (p) =>
       db.selectFrom('files').selectAll().where('id', '=', p<number>(0)),
     );
-    this.countDownloadQuery = prepare<[number], never>(db, 1, (p) =>
+    this.countDownloadQuery = prepare<[number, number], never>(db, 2, (p) =>
       db
         .updateTable('links')
-        .set((eb) => ({ downloads: eb('downloads', '+', 1) }))
+        .set((eb) => ({ downloads: eb('downloads', '+', p<number>(1)) }))
         .where('id', '=', p<number>(0)),
     );
     this.contentsByFile = prepare<[number], { data: Buffer }>(db, 1, (p) =>
@@ -489,8 +489,17 @@ export class FileStore implements BlobCatalog {
       .execute();
   }
 
-  async countDownload(linkId: number, db: Db = this.db): Promise<void> {
-    await this.countDownloadQuery.all([linkId], db);
+  /** Adds complete downloads to links' counts (link id → downloads); on PostgreSQL in one statement. */
+  async countDownloads(counts: Map<number, number>, db: Db = this.db): Promise<void> {
+    // In id order, as any writer of several links must lock them (no deadlock between two).
+    const rows = [...counts].sort(([a], [b]) => a - b);
+    if (this.dialect === 'postgres' && rows.length > 1) {
+      const values = sql.join(rows.map(([id, n]) => sql`(${id}::integer, ${n}::integer)`));
+      await sql`update links set downloads = links.downloads + v.n from (values ${values}) as v(id, n)
+        where links.id = v.id`.execute(db);
+      return;
+    }
+    for (const [id, n] of rows) await this.countDownloadQuery.all([id, n], db);
   }
 
   async owned(keys: string[]): Promise<Set<string>> {

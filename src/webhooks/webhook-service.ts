@@ -45,6 +45,9 @@ export interface WebhookView {
 }
 
 export class WebhookService {
+  /** subscribedTo()'s answers, per transaction (gone with it). */
+  private readonly answers = new WeakMap<Db, Map<string, Promise<unknown>>>();
+
   constructor(
     private readonly store: WebhookStore,
     private readonly notify: NotificationService,
@@ -101,11 +104,7 @@ export class WebhookService {
     // A webhook delivery's own outcome is not an event (it would feed itself).
     if (entry.event.startsWith('notify.') && detail['channel'] === 'webhook') return;
     // Who hears of it first (one query), the rest only when someone does.
-    const subscribed = entry.fileId
-      ? await this.store.enabledForFile(db, entry.fileId)
-      : entry.user
-        ? await this.store.enabledForUser(db, entry.user)
-        : [];
+    const subscribed = await this.subscribedTo(db, entry);
     const targets = [
       ...(this.config.webhookUrl ? [GLOBAL_TARGET] : []),
       ...subscribed
@@ -142,6 +141,32 @@ export class WebhookService {
         userName: user?.name ?? null,
       });
     }
+  }
+
+  /**
+   * The enabled subscriptions that hear of `entry`. Within one transaction (a group commit's batch
+   * holds hundreds of download outcomes) each question is asked once: whether any subscription
+   * exists at all (mostly not), then per file or user.
+   */
+  private async subscribedTo(db: Db, entry: AuditEntry): Promise<WebhookRow[]> {
+    const ask = this.askOnce(db);
+    if (!entry.fileId && !entry.user) return [];
+    if (!(await ask('any', () => this.store.anyEnabled(db)))) return [];
+    return entry.fileId
+      ? ask(`file:${entry.fileId}`, () => this.store.enabledForFile(db, entry.fileId!))
+      : ask(`user:${entry.user!.toLowerCase()}`, () => this.store.enabledForUser(db, entry.user!));
+  }
+
+  /** Asks each question once per transaction (outside one, every time). */
+  private askOnce(db: Db): <T>(question: string, answer: () => Promise<T>) => Promise<T> {
+    if (!db.isTransaction) return (_question, answer) => answer();
+    const answers = this.answers.get(db) ?? new Map<string, Promise<unknown>>();
+    this.answers.set(db, answers);
+    return <T>(question: string, answer: () => Promise<T>) => {
+      const answered = answers.get(question) ?? answer();
+      answers.set(question, answered);
+      return answered as Promise<T>;
+    };
   }
 
   private async dataOf(

@@ -16,6 +16,7 @@ export class WebhookStore {
   // Asked for every audit row that is an event (every download): compiled once.
   private readonly forFile;
   private readonly forUser;
+  private readonly anyQuery;
 
   constructor(private readonly db: Db) {
     this.forFile = prepare<[number], WebhookRow>(db, 1, (p) =>
@@ -33,6 +34,9 @@ export class WebhookStore {
         .where('webhooks.enabled', '=', 1)
         .where('users.enabled', '=', 1)
         .orderBy('webhooks.id'),
+    );
+    this.anyQuery = prepare<[], { id: number }>(db, 0, () =>
+      db.selectFrom('webhooks').select('id').where('enabled', '=', 1).limit(1),
     );
     this.forUser = prepare<[string], WebhookRow>(db, 1, (p) =>
       db
@@ -88,6 +92,11 @@ export class WebhookStore {
    */
   enabledForFile(db: Db, fileId: number): Promise<WebhookRow[]> {
     return this.forFile.all([fileId], db);
+  }
+
+  /** Whether any subscription is enabled (most installations have none). */
+  async anyEnabled(db: Db): Promise<boolean> {
+    return (await this.anyQuery.all([], db)).length > 0;
   }
 
   /** The enabled subscriptions of the (enabled) user of that name. */
