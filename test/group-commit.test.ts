@@ -98,7 +98,7 @@ describe('appends (rows that only insert)', () => {
         // A batch of other work holding its transaction for a while (an upload, an outcome).
         const slow = commits
           .run(async (trx) => {
-            await sql`select pg_sleep(0.5)`.execute(trx);
+            await sql`select pg_sleep(2)`.execute(trx);
           })
           .then(() => events.push('other batch'));
         await new Promise((resolve) => setTimeout(resolve, 50));

@@ -161,21 +161,19 @@ export class AuditLog {
   /**
    * Writes the row of an event whose outcome is not known yet (a download about to send its first
    * byte) and returns its id. Its detail is `entry.detail` plus `"outcome":"unknown"` until
-   * finish() replaces it, so a crash in between leaves a row that says so. The taps run once, at
-   * finish(): a webhook event tells what happened, not that something began.
+   * finishAll() replaces it, so a crash in between leaves a row that says so. The taps run once, at
+   * finishAll(): a webhook event tells what happened, not that something began.
    */
   async begin(entry: DetailedEntry): Promise<number> {
     const row = rowOf({ ...entry, detail: { ...entry.detail, outcome: 'unknown' } }, this.clock.now());
-    // Only an insert (the taps run at finish()): it may commit beside other batches.
+    // Only an insert (the taps run at finishAll()): it may commit beside other batches.
     return this.appends.runMerged(this.beginRows, row);
   }
 
-  /** Gives a row begun with begin() its final detail (the time stays when it began); taps run now. */
-  async finish(id: number, entry: AuditEntry, db: Db): Promise<void> {
-    await this.finishAll([{ id, entry }], db);
-  }
-
-  /** finish() for several rows: on PostgreSQL their details in one statement. */
+  /**
+   * Gives rows begun with begin() their final detail (the time stays when they began); taps run
+   * now. On PostgreSQL the details of several rows are one statement.
+   */
   async finishAll(rows: { id: number; entry: AuditEntry }[], db: Db): Promise<void> {
     const at = this.clock.now();
     const details = rows.map(({ id, entry }) => ({ id, detail: rowOf(entry, at).detail }));
