@@ -14,6 +14,34 @@ import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './h
 const available = await postgresAvailable();
 if (!available && PG_REQUIRED) throw new Error(PG_SKIP);
 
+/** Runs `fn` on a fresh SQLite database in a temporary directory; removes it afterwards. */
+async function onSqlite(fn: (database: OpenDatabase) => Promise<void>): Promise<void> {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'remessa-group-'));
+  const database = await openDatabase({ dataDir, databaseUrl: null });
+  try {
+    await fn(database);
+  } finally {
+    await database.close();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** Runs `fn` on a fresh PostgreSQL database, with an audit log on it; drops it afterwards. */
+async function onPostgres(fn: (database: OpenDatabase, audit: AuditLog) => Promise<void>): Promise<void> {
+  const temp = await createTempDatabase();
+  try {
+    const database = await openDatabase({ dataDir: '/nonexistent', databaseUrl: temp.url });
+    try {
+      const { db, commits, appends } = database;
+      await fn(database, new AuditLog({ db, dialect: 'postgres', clock: systemClock, commits, appends }));
+    } finally {
+      await database.close();
+    }
+  } finally {
+    await temp.drop();
+  }
+}
+
 async function exercise(database: OpenDatabase): Promise<void> {
   const { db, commits } = database;
   const handles = new Set<unknown>();
@@ -59,14 +87,9 @@ async function exercise(database: OpenDatabase): Promise<void> {
 
 describe('group commit', () => {
   test('SQLite', async () => {
-    const dataDir = await mkdtemp(path.join(tmpdir(), 'remessa-group-'));
-    const database = await openDatabase({ dataDir, databaseUrl: null });
-    try {
+    await onSqlite(async (database) => {
       await exercise(database);
-    } finally {
-      await database.close();
-      await rm(dataDir, { recursive: true, force: true });
-    }
+    });
   });
 
   test('PostgreSQL', { skip: available ? false : PG_SKIP }, async () => {
@@ -88,53 +111,36 @@ describe('appends (rows that only insert)', () => {
   test('PostgreSQL: a download audit row does not wait behind a batch of other work', {
     skip: available ? false : PG_SKIP,
   }, async () => {
-    const temp = await createTempDatabase();
-    try {
-      const database = await openDatabase({ dataDir: '/nonexistent', databaseUrl: temp.url });
-      try {
-        const { db, commits, appends } = database;
-        const audit = new AuditLog({ db, dialect: 'postgres', clock: systemClock, commits, appends });
-        const events: string[] = [];
-        // A batch of other work holding its transaction for a while (an upload, an outcome).
-        const slow = commits
-          .run(async (trx) => {
-            await sql`select pg_sleep(2)`.execute(trx);
-          })
-          .then(() => events.push('other batch'));
-        await new Promise((resolve) => setTimeout(resolve, 50));
-        // Rows begun meanwhile, from several requests, commit before it ends.
-        const rows = await Promise.all(
-          Array.from({ length: 5 }, () => audit.begin({ event: 'download', detail: {} })),
-        );
-        events.push('audit rows');
-        await slow;
-        assert.deepEqual(events, ['audit rows', 'other batch']);
-        assert.equal(new Set(rows).size, 5);
-      } finally {
-        await database.close();
-      }
-    } finally {
-      await temp.drop();
-    }
+    await onPostgres(async ({ commits }, audit) => {
+      const events: string[] = [];
+      // A batch of other work holding its transaction for a while (an upload, an outcome).
+      const slow = commits
+        .run(async (trx) => {
+          await sql`select pg_sleep(2)`.execute(trx);
+        })
+        .then(() => events.push('other batch'));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      // Rows begun meanwhile, from several requests, commit before it ends.
+      const rows = await Promise.all(
+        Array.from({ length: 5 }, () => audit.begin({ event: 'download', detail: {} })),
+      );
+      events.push('audit rows');
+      await slow;
+      assert.deepEqual(events, ['audit rows', 'other batch']);
+      assert.equal(new Set(rows).size, 5);
+    });
   });
 
   test('SQLite: the same queue as the other commits (one connection)', async () => {
-    const dataDir = await mkdtemp(path.join(tmpdir(), 'remessa-group-'));
-    const database = await openDatabase({ dataDir, databaseUrl: null });
-    try {
+    await onSqlite(async (database) => {
       assert.equal(database.appends, database.commits);
-    } finally {
-      await database.close();
-      await rm(dataDir, { recursive: true, force: true });
-    }
+    });
   });
 });
 
 describe('merged work', () => {
   test('the units of one kind in a batch run in one call, in queue order, each answered with its own result', async () => {
-    const dataDir = await mkdtemp(path.join(tmpdir(), 'remessa-group-'));
-    const database = await openDatabase({ dataDir, databaseUrl: null });
-    try {
+    await onSqlite(async (database) => {
       const calls: number[][] = [];
       const doubling = {
         runAll: async (_trx: unknown, items: number[]) => {
@@ -157,46 +163,32 @@ describe('merged work', () => {
       await assert.rejects(failing, /this unit fails/);
       assert.deepEqual(await Promise.all(merged), [10, 12]);
       assert.deepEqual(calls, [[5, 6], [5], [6]]);
-    } finally {
-      await database.close();
-      await rm(dataDir, { recursive: true, force: true });
-    }
+    });
   });
 
   test('PostgreSQL: audit rows begun and finished in one batch each get their own id and detail', {
     skip: available ? false : PG_SKIP,
   }, async () => {
-    const temp = await createTempDatabase();
-    try {
-      const database = await openDatabase({ dataDir: '/nonexistent', databaseUrl: temp.url });
-      try {
-        const { db, commits, appends } = database;
-        const audit = new AuditLog({ db, dialect: 'postgres', clock: systemClock, commits, appends });
-        const ids = await Promise.all(
-          Array.from({ length: 20 }, (_, i) => audit.begin({ event: 'download', detail: { n: i } })),
-        );
-        const detailOf = async (id: number) =>
-          JSON.parse(
-            (await db.selectFrom('audit').select('detail').where('id', '=', id).executeTakeFirstOrThrow())
-              .detail!,
-          ) as Record<string, unknown>;
-        for (const [i, id] of ids.entries())
-          assert.deepEqual(await detailOf(id), { n: i, outcome: 'unknown' });
-        await commits.run((trx) =>
-          audit.finishAll(
-            ids.map((id, i) => ({
-              id,
-              entry: { event: 'download' as const, detail: { n: i, complete: true } },
-            })),
-            trx,
-          ),
-        );
-        for (const [i, id] of ids.entries()) assert.deepEqual(await detailOf(id), { n: i, complete: true });
-      } finally {
-        await database.close();
-      }
-    } finally {
-      await temp.drop();
-    }
+    await onPostgres(async ({ db, commits }, audit) => {
+      const ids = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => audit.begin({ event: 'download', detail: { n: i } })),
+      );
+      const detailOf = async (id: number) =>
+        JSON.parse(
+          (await db.selectFrom('audit').select('detail').where('id', '=', id).executeTakeFirstOrThrow())
+            .detail!,
+        ) as Record<string, unknown>;
+      for (const [i, id] of ids.entries()) assert.deepEqual(await detailOf(id), { n: i, outcome: 'unknown' });
+      await commits.run((trx) =>
+        audit.finishAll(
+          ids.map((id, i) => ({
+            id,
+            entry: { event: 'download' as const, detail: { n: i, complete: true } },
+          })),
+          trx,
+        ),
+      );
+      for (const [i, id] of ids.entries()) assert.deepEqual(await detailOf(id), { n: i, complete: true });
+    });
   });
 });
