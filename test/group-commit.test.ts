@@ -93,17 +93,7 @@ describe('group commit', () => {
   });
 
   test('PostgreSQL', { skip: available ? false : PG_SKIP }, async () => {
-    const temp = await createTempDatabase();
-    try {
-      const database = await openDatabase({ dataDir: '/nonexistent', databaseUrl: temp.url });
-      try {
-        await exercise(database);
-      } finally {
-        await database.close();
-      }
-    } finally {
-      await temp.drop();
-    }
+    await onPostgres((database) => exercise(database));
   });
 });
 
