@@ -79,27 +79,28 @@ export class AuditLog {
   /** begin()'s rows, which only insert: OpenDatabase.appends. */
   private readonly appends: GroupCommit;
 
-  /** begin()'s rows of one batch, inserted together (GroupCommit.runMerged). */
-  private readonly beginRows: MergedWork<AuditRowValues, number>;
+  /**
+   * begin()'s rows of one batch, inserted together (GroupCommit.runMerged). SQLite runs in-process:
+   * a prepared insert per row costs less than compiling one for many. PostgreSQL: one statement
+   * for the batch instead of a round trip per row.
+   */
+  private readonly beginRows: MergedWork<AuditRowValues, number> = {
+    runAll: async (trx, rows) => {
+      if (this.dialect === 'postgres' && rows.length > 1) return this.insertMany(trx, rows);
+      const ids: number[] = [];
+      for (const row of rows) ids.push(await this.insert(trx, row));
+      return ids;
+    },
+  };
 
   constructor(d: { db: Db; dialect: Dialect; clock: Clock; commits: GroupCommit; appends: GroupCommit }) {
     const { db } = d;
     this.db = db;
     this.dialect = d.dialect;
-    // SQLite runs in-process: a prepared insert per row costs less than compiling one for many.
-    // PostgreSQL: one statement for the batch instead of a round trip per row.
-    this.beginRows = {
-      runAll: async (trx, rows) => {
-        if (this.dialect === 'postgres' && rows.length > 1) return this.insertMany(trx, rows);
-        const ids: number[] = [];
-        for (const row of rows) ids.push(await this.insert(trx, row));
-        return ids;
-      },
-    };
     this.clock = d.clock;
     this.commits = d.commits;
     this.appends = d.appends;
-    type Row = ReturnType<typeof rowOf>;
+    type Row = AuditRowValues;
     this.insertRow = prepare<
       [Row['at'], Row['event'], Row['user_name'], Row['remote'], Row['file_id'], Row['detail']],
       { id: number }

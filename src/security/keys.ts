@@ -118,8 +118,9 @@ export class Keys {
     try {
       unsealWith(this.current.sealKey, sealed);
       return null;
-    } catch {
-      return this.seal(this.unseal(sealed));
+    } catch (err) {
+      if (!this.previous) throw err;
+      return this.seal(unsealWith(this.previous.sealKey, sealed));
     }
   }
 

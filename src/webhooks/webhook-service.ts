@@ -149,8 +149,8 @@ export class WebhookService {
    * exists at all (mostly not), then per file or user.
    */
   private async subscribedTo(db: Db, entry: AuditEntry): Promise<WebhookRow[]> {
-    const ask = this.askOnce(db);
     if (!entry.fileId && !entry.user) return [];
+    const ask = this.askOnce(db);
     if (!(await ask('any', () => this.store.anyEnabled(db)))) return [];
     return entry.fileId
       ? ask(`file:${entry.fileId}`, () => this.store.enabledForFile(db, entry.fileId!))
@@ -160,11 +160,18 @@ export class WebhookService {
   /** Asks each question once per transaction (outside one, every time). */
   private askOnce(db: Db): <T>(question: string, answer: () => Promise<T>) => Promise<T> {
     if (!db.isTransaction) return (_question, answer) => answer();
-    const answers = this.answers.get(db) ?? new Map<string, Promise<unknown>>();
-    this.answers.set(db, answers);
+    let answers = this.answers.get(db);
+    if (!answers) {
+      answers = new Map<string, Promise<unknown>>();
+      this.answers.set(db, answers);
+    }
+    const known = answers;
     return <T>(question: string, answer: () => Promise<T>) => {
-      const answered = answers.get(question) ?? answer();
-      answers.set(question, answered);
+      let answered = known.get(question);
+      if (!answered) {
+        answered = answer();
+        known.set(question, answered);
+      }
       return answered as Promise<T>;
     };
   }
