@@ -120,7 +120,7 @@ async function assemble(
     appends: database.appends,
   });
   const metrics = new Metrics({ db, clock, poolStats: database.poolStats });
-  audit.tap(async (_db, entry) => metrics.onAudit(entry));
+  audit.observe((entry) => metrics.onAudit(entry));
   const userStore = new UserStore(db);
   const users = new UserService(userStore, audit, clock, {
     defaultLang: config.lang,

@@ -1,14 +1,16 @@
 // Group commit (src/db/group-commit.ts) on SQLite and PostgreSQL: units that arrive together share
 // one transaction, each resolves only after its commit, and a failing unit fails alone.
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import { AuditLog } from '../src/audit/audit-log.js';
 import { systemClock } from '../src/clock.js';
 import { type OpenDatabase, openDatabase } from '../src/db/database.js';
+import { inTransaction } from '../src/db/transaction.js';
 import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
 
 const available = await postgresAvailable();
@@ -180,5 +182,79 @@ describe('merged work', () => {
       );
       for (const [i, id] of ids.entries()) assert.deepEqual(await detailOf(id), { n: i, complete: true });
     });
+  });
+});
+
+describe('effects after commit (db/transaction.ts)', () => {
+  /** Records rows through `audit` on `database` and returns the events its observer was told. */
+  async function observed(
+    database: OpenDatabase,
+    audit: AuditLog,
+    write: (audit: AuditLog, told: string[]) => Promise<void>,
+  ): Promise<string[]> {
+    const told: string[] = [];
+    audit.observe((entry) => told.push(String(entry.detail)));
+    await write(audit, told);
+    await database.commits.idle();
+    return told.sort();
+  }
+
+  async function exerciseObservers(database: OpenDatabase, audit: AuditLog): Promise<void> {
+    const { db, commits } = database;
+    // A batch with a failing unit runs every unit again alone: each row is observed once, not
+    // once per run (a metric counted on insert counted these twice).
+    const told = await observed(database, audit, async (a) => {
+      const rows = Array.from({ length: 5 }, (_, i) => a.record({ event: 'upload', detail: `row ${i}` }));
+      const failing = commits.run(async (trx) => {
+        await a.record({ event: 'upload', detail: 'rolled back' }, trx);
+        throw new Error('this unit fails');
+      });
+      await assert.rejects(failing, /this unit fails/);
+      await Promise.all(rows);
+    });
+    assert.deepEqual(told, ['row 0', 'row 1', 'row 2', 'row 3', 'row 4']);
+    const stored = await db.selectFrom('audit').select('detail').where('event', '=', 'upload').execute();
+    assert.deepEqual(stored.map((r) => r.detail).sort(), told);
+
+    // Inside a caller's transaction: told after the commit, never for a rollback.
+    const inside = await observed(database, new AuditLog(auditDeps(database)), async (a, told) => {
+      await assert.rejects(
+        inTransaction(db, async (trx) => {
+          await a.record({ event: 'login', detail: 'undone' }, trx);
+          throw new Error('roll back');
+        }),
+        /roll back/,
+      );
+      let toldBeforeCommit = -1;
+      await inTransaction(db, async (trx) => {
+        await a.record({ event: 'login', detail: 'kept' }, trx);
+        toldBeforeCommit = told.length;
+      });
+      assert.equal(toldBeforeCommit, 0, 'told before the transaction committed');
+    });
+    assert.deepEqual(inside, ['kept']);
+  }
+
+  function auditDeps(database: OpenDatabase) {
+    const { db, dialect, commits, appends } = database;
+    return { db, dialect, clock: systemClock, commits, appends };
+  }
+
+  test('SQLite', async () => {
+    await onSqlite((database) => exerciseObservers(database, new AuditLog(auditDeps(database))));
+  });
+
+  test('PostgreSQL', { skip: available ? false : PG_SKIP }, async () => {
+    await onPostgres((database, audit) => exerciseObservers(database, audit));
+  });
+
+  test('every transaction in src/ is opened by inTransaction (else its effects would run uncommitted)', async () => {
+    const src = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'src');
+    const offenders: string[] = [];
+    for (const file of await readdir(src, { recursive: true })) {
+      if (!file.endsWith('.ts') || file === path.join('db', 'transaction.ts')) continue;
+      if ((await readFile(path.join(src, file), 'utf8')).includes('.transaction()')) offenders.push(file);
+    }
+    assert.deepEqual(offenders, []);
   });
 });

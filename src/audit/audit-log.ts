@@ -6,6 +6,7 @@ import type { Db } from '../db/database.js';
 import type { GroupCommit, MergedWork } from '../db/group-commit.js';
 import type { Dialect } from '../db/migrations.js';
 import type { AuditRow } from '../db/schema.js';
+import { afterCommit } from '../db/transaction.js';
 
 export type AuditEventName =
   | 'user.created'
@@ -65,8 +66,16 @@ export interface AuditFilter {
  */
 export type AuditTap = (db: Db, entry: AuditEntry, at: number) => Promise<void>;
 
+/**
+ * Told of every row once it has committed (db/transaction.ts): a rolled-back row, or a unit a
+ * failed group commit ran again alone, is told once or never. Must not throw. The metrics count
+ * this way.
+ */
+export type AuditObserver = (entry: AuditEntry) => void;
+
 export class AuditLog {
   private readonly taps: AuditTap[] = [];
+  private readonly observers: AuditObserver[] = [];
   // Every request writes audit rows (a download two statements): compiled once (db/compiled.ts).
   private readonly insertRow;
   private readonly setDetail;
@@ -129,6 +138,15 @@ export class AuditLog {
     this.taps.push(fn);
   }
 
+  observe(fn: AuditObserver): void {
+    this.observers.push(fn);
+  }
+
+  /** Tells the observers of `entry` once `db` has committed it. */
+  private committed(db: Db, entry: AuditEntry): void {
+    for (const observer of this.observers) afterCommit(db, () => observer(entry));
+  }
+
   /**
    * Pass `db` to record inside a caller's transaction. Without one, the row and what the taps
    * write commit together, in a group commit: durable when this resolves.
@@ -138,6 +156,7 @@ export class AuditLog {
     const at = this.clock.now();
     await this.insert(db, rowOf(entry, at));
     for (const tap of this.taps) await tap(db, entry, at);
+    this.committed(db, entry);
   }
 
   /** Writes one row (in `db`, a transaction or the database); returns its id. */
@@ -185,7 +204,10 @@ export class AuditLog {
     } else {
       for (const { id, detail } of details) await this.setDetail.all([detail, id], db);
     }
-    for (const { entry } of rows) for (const tap of this.taps) await tap(db, entry, at);
+    for (const { entry } of rows) {
+      for (const tap of this.taps) await tap(db, entry, at);
+      this.committed(db, entry);
+    }
   }
 
   /** How many `event` rows from `remote` there are since a time (the per-address failure budget). */

@@ -6,6 +6,7 @@ import type { Clock } from '../clock.js';
 import type { Lang } from '../config.js';
 import type { Db } from '../db/database.js';
 import type { ChangeTokenRow, UserRow } from '../db/schema.js';
+import { inTransaction } from '../db/transaction.js';
 import { badRequest, forbidden, unauthorized } from '../errors.js';
 import type { NotificationService } from '../notify/notification-service.js';
 import { formatDuration } from '../notify/templates.js';
@@ -130,7 +131,7 @@ export class RecoveryService {
     const token = randomToken();
     const linkURL = this.linkFor(user, token);
     const { pin, columns } = this.pins.policy.issue(now);
-    await this.db.transaction().execute(async (trx) => {
+    await inTransaction(this.db, async (trx) => {
       const id = await this.tokens.insert(trx, {
         userId: user.id,
         tokenHash: sha256(token),

@@ -4,6 +4,7 @@
 // its WAL sync: db/sqlite-durable.ts). What gets batched is whatever arrived while the previous
 // commit was running (or in the same turn of the event loop), so an idle server adds no waiting.
 import type { Db } from './database.js';
+import { inTransaction } from './transaction.js';
 
 /** A unit of work: runs in a transaction shared with others, so it must only use `trx`. */
 export type Work<T> = (trx: Db) => Promise<T>;
@@ -128,8 +129,8 @@ export class GroupCommit {
    */
   private transact<T>(fn: Work<T>, durable: boolean): Promise<T> {
     const unwaited = durable ? undefined : this.options.releaseUnwaited;
-    if (!unwaited) return this.db.transaction().execute(fn);
-    return this.db.transaction().execute(async (trx) => {
+    if (!unwaited) return inTransaction(this.db, fn);
+    return inTransaction(this.db, async (trx) => {
       const result = await fn(trx);
       unwaited();
       return result;

@@ -8,6 +8,7 @@ import type { Config } from '../config.js';
 import { type Db, isUniqueViolation } from '../db/database.js';
 import type { GroupCommit, MergedWork } from '../db/group-commit.js';
 import type { FileRow, LinkRow, UserRow } from '../db/schema.js';
+import { inTransaction } from '../db/transaction.js';
 import { AppError, badRequest, unauthorized } from '../errors.js';
 import { type Keys, randomToken, sha256 } from '../security/keys.js';
 import type { ByteRange, StoredBlob } from '../storage/blob-store.js';
@@ -391,7 +392,7 @@ export class FileService {
   async retire(file: FileRow, reason: string): Promise<boolean> {
     const now = this.clock.now();
     // The move and its audit row (and the webhook event made from it) commit together.
-    return this.db.transaction().execute(async (trx) => {
+    return inTransaction(this.db, async (trx) => {
       const moved = await this.store.retire(file.id, now, now + this.config.backupDays * DAY, trx);
       if (moved)
         await this.audit.record(

@@ -5,6 +5,7 @@ import { prepare } from '../db/compiled.js';
 import type { Db } from '../db/database.js';
 import type { Dialect } from '../db/migrations.js';
 import type { FileRow, LinkRow } from '../db/schema.js';
+import { inTransaction } from '../db/transaction.js';
 import type { BlobCatalog } from '../storage/reconciler.js';
 import { numberedName } from './names.js';
 
@@ -457,7 +458,7 @@ export class FileStore implements BlobCatalog {
 
   /** Deletes a file and its links; `before` runs first in the same transaction (its audit row). */
   async deleteFile(fileId: number, before?: (trx: Db) => Promise<void>): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
+    await inTransaction(this.db, async (trx) => {
       await before?.(trx);
       await trx.deleteFrom('links').where('file_id', '=', fileId).execute();
       await trx.deleteFrom('file_contents').where('file_id', '=', fileId).execute();

@@ -11,6 +11,7 @@ import type { Clock } from '../clock.js';
 import type { Config, Lang } from '../config.js';
 import type { Db } from '../db/database.js';
 import type { FileRow, LinkRow, UserRow } from '../db/schema.js';
+import { inTransaction } from '../db/transaction.js';
 import { AppError } from '../errors.js';
 import type { NotificationService } from '../notify/notification-service.js';
 import type { OutboxStore } from '../notify/outbox-store.js';
@@ -172,7 +173,7 @@ export class RecipientNotifier {
     const uploader = await this.users.byId(file.uploader_id);
     if (!uploader) throw new AppError(409, "the file's sender no longer exists");
     const { channel, address } = addressOf(link);
-    await this.db.transaction().execute(async (trx) => {
+    await inTransaction(this.db, async (trx) => {
       // One resend at a time per area, on every instance: the check below cannot race itself.
       await this.store.lockArea(trx, file.owner_id);
       const last = await this.outbox.latest(trx, file.id, 'file-link', address);

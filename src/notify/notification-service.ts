@@ -11,6 +11,7 @@ import type { Clock } from '../clock.js';
 import type { Lang } from '../config.js';
 import type { Db } from '../db/database.js';
 import type { OutboxRow } from '../db/schema.js';
+import { inTransaction } from '../db/transaction.js';
 import { type Logger, redactUrl } from '../logger.js';
 import type { Keys } from '../security/keys.js';
 import type { BackgroundJob } from '../worker.js';
@@ -323,7 +324,7 @@ export class NotificationService {
     detail: Record<string, unknown>,
   ): Promise<void> {
     const now = this.clock.now();
-    await this.db.transaction().execute(async (trx) => {
+    await inTransaction(this.db, async (trx) => {
       await this.store.update(
         row.id,
         {
@@ -357,7 +358,7 @@ export class NotificationService {
     const attempts = row.attempts + 1;
     const now = this.clock.now();
     if (permanent || attempts >= this.maxAttempts(row.channel)) {
-      await this.db.transaction().execute(async (trx) => {
+      await inTransaction(this.db, async (trx) => {
         await this.store.update(
           row.id,
           { status: 'failed', attempts, last_attempt_at: now, claimed_until: 0, last_error: error },

@@ -4,6 +4,7 @@
 // life cycle both use: a send slot (one PIN per resend period, one sender of concurrent ones),
 // counted failures, and a lock when too many were wrong.
 import type { Db } from '../db/database.js';
+import { inTransaction } from '../db/transaction.js';
 import { AppError } from '../errors.js';
 import { type Keys, randomPin } from './keys.js';
 
@@ -142,7 +143,7 @@ export class PinLifecycle {
   async send(row: PinRow, now: number, deliver: (trx: Db, pin: string) => Promise<void>): Promise<void> {
     this.checkSlot(row, now);
     const { pin, columns } = this.policy.issue(now);
-    const sent = await this.db.transaction().execute(async (trx) => {
+    const sent = await inTransaction(this.db, async (trx) => {
       if (!(await this.rows.claimSend(trx, row.id, row.pin_sent_at, columns))) return false;
       await deliver(trx, pin);
       return true;

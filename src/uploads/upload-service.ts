@@ -15,6 +15,7 @@ import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import type { UploadRow, UserRow } from '../db/schema.js';
+import { inTransaction } from '../db/transaction.js';
 import { AppError, badRequest, forbidden } from '../errors.js';
 import type { FileService, FileWithToken, Recipients, UploadRequest } from '../files/file-service.js';
 import type { FileStore } from '../files/file-store.js';
@@ -173,7 +174,7 @@ export class UploadService {
         return (await this.d.store.byId(id))!;
       }
       try {
-        const recorded = await this.d.db.transaction().execute(async (trx) => {
+        const recorded = await inTransaction(this.d.db, async (trx) => {
           const ok = await this.d.store.addChunk(
             trx,
             id,
@@ -322,7 +323,7 @@ export class UploadService {
 
   private async drop(id: string): Promise<void> {
     const now = this.d.clock.now();
-    const keys = await this.d.db.transaction().execute(async (trx) => {
+    const keys = await inTransaction(this.d.db, async (trx) => {
       const k = await this.d.store.remove(trx, id);
       await this.d.intents.add(k, WRITER, now, trx);
       return k;
