@@ -142,10 +142,26 @@ async function assemble(
   const intents = new IntentStore(db, database.commits);
   const uploadStore = new UploadStore(db);
   // tus uploads' chunks are owned by their rows as files' blobs are by theirs.
-  const reconciler = new StorageReconciler(blobs, intents, catalogOf(fileStore, uploadStore), clock, log);
+  const reconciler = new StorageReconciler({
+    store: blobs,
+    intents,
+    catalog: catalogOf(fileStore, uploadStore),
+    clock,
+    log,
+  });
   await reconciler.reconcile();
   const writer = new BlobWriter(blobs, intents, clock, config.inlineMaxBytes);
-  const files = new FileService(db, fileStore, writer, audit, users, keys, clock, config, database.commits);
+  const files = new FileService({
+    db,
+    store: fileStore,
+    writer,
+    audit,
+    users,
+    keys,
+    clock,
+    config,
+    commits: database.commits,
+  });
   const webhookStore = new WebhookStore(db);
   const webhookTransport = new WebhookTransport(webhookStore, keys, clock, {
     global:
@@ -155,22 +171,22 @@ async function assemble(
     allowPrivate: config.webhookAllowPrivate,
   });
   const outbox = new OutboxStore(db);
-  const notify = new NotificationService(
+  const notify = new NotificationService({
     db,
-    outbox,
+    store: outbox,
     keys,
     clock,
     audit,
     log,
-    new Templates(config.templatesDir),
-    { ...transportsFrom(config), webhook: webhookTransport },
-    {
+    templates: new Templates(config.templatesDir),
+    transports: { ...transportsFrom(config), webhook: webhookTransport },
+    opts: {
       retrySeconds: config.notifyRetrySeconds,
       maxAttempts: config.notifyMaxAttempts,
       maxAttemptsByChannel: { webhook: config.webhookMaxAttempts },
       autoKick: opts.startWorkers !== false,
     },
-  );
+  });
   const recovery = new RecoveryService({
     db,
     tokens: new ChangeTokenStore(db),
@@ -197,7 +213,7 @@ async function assemble(
   });
   recipients.register();
   const tracking = new DeliveryTracker(db, fileStore, linkStore, outbox);
-  const webhooks = new WebhookService(webhookStore, notify, keys, clock, config, linkStore);
+  const webhooks = new WebhookService({ store: webhookStore, notify, keys, clock, config, links: linkStore });
   audit.tap((trx, entry, at) => webhooks.onAudit(trx, entry, at));
   const secureLinks = new SecureLinks({
     db,
@@ -235,7 +251,16 @@ async function assemble(
     },
     { name: 'prune-revoked-tokens', intervalMs: 60 * 60 * 1000, run: () => auth.pruneRevoked() },
     { name: 'prune-rate-limits', intervalMs: 60 * 60 * 1000, run: () => rateCounter.prune() },
-    new FileSweeper(files, fileStore, blobs, reconciler, audit, clock, log, config.sweepSeconds * 1000),
+    new FileSweeper({
+      files,
+      store: fileStore,
+      blobs,
+      reconciler,
+      audit,
+      clock,
+      log,
+      intervalMs: config.sweepSeconds * 1000,
+    }),
     notify.job(),
   ].map((job) => metrics.instrument(job));
   return {

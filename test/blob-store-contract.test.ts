@@ -124,7 +124,13 @@ for (const kind of kinds) {
         'info',
         new PassThrough().on('data', (c: Buffer) => logs.push(c.toString())),
       );
-      reconciler = new StorageReconciler(store, intents, new FileStore(db.db, db.dialect), clock, log);
+      reconciler = new StorageReconciler({
+        store,
+        intents,
+        catalog: new FileStore(db.db, db.dialect),
+        clock,
+        log,
+      });
     });
     after(async () => {
       await closeAll(cleanup, () => db.close());
@@ -336,13 +342,13 @@ describe('blob store contract: S3 multipart leftovers', { skip: hasS3 ? false : 
     const store = bucket.store();
     const intents = new IntentStore(db.db);
     const clock = new OffsetClock();
-    const reconciler = new StorageReconciler(
+    const reconciler = new StorageReconciler({
       store,
       intents,
-      new FileStore(db.db, db.dialect),
+      catalog: new FileStore(db.db, db.dialect),
       clock,
-      createLogger('silent'),
-    );
+      log: createLogger('silent'),
+    });
     const start = async (key: string) => {
       const m = await bucket.client.send(
         new CreateMultipartUploadCommand({ Bucket: bucket.config.bucket, Key: key }),

@@ -74,7 +74,32 @@ interface Outcome {
   countedLink: number | null;
 }
 
+export interface FileDeps {
+  db: Db;
+  store: FileStore;
+  writer: BlobWriter;
+  audit: AuditLog;
+  users: UserService;
+  keys: Keys;
+  clock: Clock;
+  config: Pick<
+    Config,
+    'linkDays' | 'backupDays' | 'maxFileSize' | 'retireOnDownload' | 'verifyDownloads' | 'stallSeconds'
+  >;
+  /** Download rows and counts, and upload rows, share commits with other requests'. */
+  commits: GroupCommit;
+}
+
 export class FileService {
+  readonly store: FileStore;
+  private readonly db: Db;
+  private readonly writer: BlobWriter;
+  private readonly audit: AuditLog;
+  private readonly users: UserService;
+  private readonly keys: Keys;
+  private readonly clock: Clock;
+  private readonly config: FileDeps['config'];
+  private readonly commits: GroupCommit;
   private readonly uploadHooks: UploadHook[] = [];
   private readonly downloadHooks: DownloadHook[] = [];
   /** The outcomes of one batch, written together (on PostgreSQL a few statements for them all). */
@@ -92,21 +117,19 @@ export class FileService {
     },
   };
 
-  constructor(
-    private readonly db: Db,
-    readonly store: FileStore,
-    private readonly writer: BlobWriter,
-    private readonly audit: AuditLog,
-    private readonly users: UserService,
-    private readonly keys: Keys,
-    private readonly clock: Clock,
-    private readonly config: Pick<
-      Config,
-      'linkDays' | 'backupDays' | 'maxFileSize' | 'retireOnDownload' | 'verifyDownloads' | 'stallSeconds'
-    >,
-    /** Download rows and counts, and upload rows, share commits with other requests'. */
-    private readonly commits: GroupCommit,
-  ) {}
+  constructor(deps: FileDeps) {
+    ({
+      db: this.db,
+      store: this.store,
+      writer: this.writer,
+      audit: this.audit,
+      users: this.users,
+      keys: this.keys,
+      clock: this.clock,
+      config: this.config,
+      commits: this.commits,
+    } = deps);
+  }
 
   onUpload(hook: UploadHook): void {
     this.uploadHooks.push(hook);

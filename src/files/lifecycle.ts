@@ -16,19 +16,40 @@ const BATCH = 500;
 /** A 'purging' claim older than this belongs to a crashed sweeper. */
 const STALE_CLAIM_MS = 10 * 60 * 1000;
 
+export interface FileSweeperDeps {
+  files: FileService;
+  store: FileStore;
+  blobs: BlobStore;
+  reconciler: StorageReconciler;
+  audit: AuditLog;
+  clock: Clock;
+  log: Logger;
+  intervalMs: number;
+}
+
 export class FileSweeper implements BackgroundJob {
   readonly name = 'file-sweeper';
+  readonly intervalMs: number;
+  private readonly files: FileService;
+  private readonly store: FileStore;
+  private readonly blobs: BlobStore;
+  private readonly reconciler: StorageReconciler;
+  private readonly audit: AuditLog;
+  private readonly clock: Clock;
+  private readonly log: Logger;
 
-  constructor(
-    private readonly files: FileService,
-    private readonly store: FileStore,
-    private readonly blobs: BlobStore,
-    private readonly reconciler: StorageReconciler,
-    private readonly audit: AuditLog,
-    private readonly clock: Clock,
-    private readonly log: Logger,
-    readonly intervalMs: number,
-  ) {}
+  constructor(deps: FileSweeperDeps) {
+    ({
+      files: this.files,
+      store: this.store,
+      blobs: this.blobs,
+      reconciler: this.reconciler,
+      audit: this.audit,
+      clock: this.clock,
+      log: this.log,
+      intervalMs: this.intervalMs,
+    } = deps);
+  }
 
   async run(): Promise<void> {
     const now = this.clock.now();

@@ -103,24 +103,47 @@ const BATCH = 50;
 const CONCURRENCY = 4;
 const MAX_BACKOFF_MS = 6 * 60 * 60 * 1000;
 
+export interface NotificationDeps {
+  db: Db;
+  store: OutboxStore;
+  keys: Keys;
+  clock: Clock;
+  audit: AuditLog;
+  log: Logger;
+  templates: Templates;
+  transports: Partial<Record<OutboxChannel, Transport | null>>;
+  opts: NotifyOptions;
+}
+
 export class NotificationService {
+  private readonly db: Db;
+  private readonly store: OutboxStore;
+  private readonly keys: Keys;
+  private readonly clock: Clock;
+  private readonly audit: AuditLog;
+  private readonly log: Logger;
+  private readonly templates: Templates;
+  private readonly transports: NotificationDeps['transports'];
+  private readonly opts: NotifyOptions;
   private pass: Promise<void> | null = null;
   private again = false;
   private stopped = false;
   /** Messages this instance stored so far: a pass that queued more runs again. */
   private inserted = 0;
 
-  constructor(
-    private readonly db: Db,
-    private readonly store: OutboxStore,
-    private readonly keys: Keys,
-    private readonly clock: Clock,
-    private readonly audit: AuditLog,
-    private readonly log: Logger,
-    private readonly templates: Templates,
-    private readonly transports: Partial<Record<OutboxChannel, Transport | null>>,
-    private readonly opts: NotifyOptions,
-  ) {}
+  constructor(deps: NotificationDeps) {
+    ({
+      db: this.db,
+      store: this.store,
+      keys: this.keys,
+      clock: this.clock,
+      audit: this.audit,
+      log: this.log,
+      templates: this.templates,
+      transports: this.transports,
+      opts: this.opts,
+    } = deps);
+  }
 
   /**
    * Renders and stores one message (status 'pending'); returns its outbox id. Pass a transaction

@@ -61,14 +61,30 @@ export function deadHere(host: string, pid: number, writer?: string): boolean {
   return !isAlive(pid);
 }
 
+export interface StorageReconcilerDeps {
+  store: BlobStore;
+  intents: IntentStore;
+  catalog: BlobCatalog;
+  clock: Clock;
+  log: Logger;
+}
+
 export class StorageReconciler {
-  constructor(
-    private readonly store: BlobStore,
-    private readonly intents: IntentStore,
-    private readonly catalog: BlobCatalog,
-    private readonly clock: Clock,
-    private readonly log: Logger,
-  ) {}
+  private readonly store: BlobStore;
+  private readonly intents: IntentStore;
+  private readonly catalog: BlobCatalog;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+
+  constructor(deps: StorageReconcilerDeps) {
+    ({
+      store: this.store,
+      intents: this.intents,
+      catalog: this.catalog,
+      clock: this.clock,
+      log: this.log,
+    } = deps);
+  }
 
   private dead(intent: BlobIntentRow, now: number): boolean {
     if (intent.touched_at < now - STALE_MS) return true;

@@ -44,18 +44,35 @@ export interface WebhookView {
   created: string;
 }
 
+export interface WebhookDeps {
+  store: WebhookStore;
+  notify: NotificationService;
+  keys: Keys;
+  clock: Clock;
+  config: Pick<Config, 'webhookUrl' | 'webhookAllowPrivate'>;
+  links: LinkStore;
+}
+
 export class WebhookService {
+  private readonly store: WebhookStore;
+  private readonly notify: NotificationService;
+  private readonly keys: Keys;
+  private readonly clock: Clock;
+  private readonly config: WebhookDeps['config'];
+  private readonly links: LinkStore;
   /** subscribedTo()'s answers, per transaction (gone with it). */
   private readonly answers = new WeakMap<Db, Map<string, Promise<unknown>>>();
 
-  constructor(
-    private readonly store: WebhookStore,
-    private readonly notify: NotificationService,
-    private readonly keys: Keys,
-    private readonly clock: Clock,
-    private readonly config: Pick<Config, 'webhookUrl' | 'webhookAllowPrivate'>,
-    private readonly links: LinkStore,
-  ) {
+  constructor(deps: WebhookDeps) {
+    ({
+      store: this.store,
+      notify: this.notify,
+      keys: this.keys,
+      clock: this.clock,
+      config: this.config,
+      links: this.links,
+    } = deps);
+    const { config } = deps;
     if (config.webhookUrl) {
       try {
         checkWebhookUrl(config.webhookUrl, config.webhookAllowPrivate);
