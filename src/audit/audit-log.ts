@@ -223,8 +223,16 @@ export class AuditLog {
   }
 
   query(filter: AuditFilter = {}): Promise<AuditRow[]> {
+    return this.selection(filter)
+      .execute()
+      .then((rows) => rows.reverse());
+  }
+
+  /** The newest rows query() reads, newest first (a test checks which index serves it). */
+  selection(filter: AuditFilter = {}) {
     let q = this.db.selectFrom('audit').selectAll();
-    // User names match case-insensitively everywhere (DESIGN §3), so `--user user1` finds USER1.
+    // User names match case-insensitively everywhere (DESIGN §3), so `--user user1` finds USER1
+    // (through the index on lower(user_name), migration 0019).
     if (filter.user) q = q.where((eb) => eb.fn('lower', ['user_name']), '=', filter.user.toLowerCase());
     if (filter.event) {
       // "login" matches login and login.failed; "login." only the sub-events.
@@ -232,11 +240,7 @@ export class AuditLog {
     }
     if (filter.since !== undefined) q = q.where('at', '>=', filter.since);
     if (filter.until !== undefined) q = q.where('at', '<=', filter.until);
-    return q
-      .orderBy('id', 'desc')
-      .limit(filter.limit ?? 1000)
-      .execute()
-      .then((rows) => rows.reverse());
+    return q.orderBy('id', 'desc').limit(filter.limit ?? 1000);
   }
 }
 
