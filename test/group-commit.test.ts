@@ -130,6 +130,46 @@ describe('appends (rows that only insert)', () => {
   });
 });
 
+describe('locks a batch takes for its units (PostgreSQL)', () => {
+  test("two instances' batches take their units' locks in one order: none deadlocks", {
+    skip: available ? false : PG_SKIP,
+  }, async () => {
+    const temp = await createTempDatabase();
+    const instances = [
+      await openDatabase({ dataDir: '/nonexistent', databaseUrl: temp.url }),
+      await openDatabase({ dataDir: '/nonexistent', databaseUrl: temp.url }),
+    ];
+    try {
+      let runs = 0;
+      const unit = (database: OpenDatabase, keys: number[]) =>
+        database.commits.run(
+          async (trx) => {
+            runs++;
+            for (const k of keys) {
+              await sql`select pg_advisory_xact_lock(7, ${k})`.execute(trx);
+              await sql`select pg_sleep(0.005)`.execute(trx);
+            }
+          },
+          { locks: keys.map((k) => [7, k] as const) },
+        );
+      // Each turn, one instance's batch locks 3, 2, 1 and the other's 1, 2, 3, as two areas'
+      // uploads may on two instances.
+      const units: Promise<void>[] = [];
+      for (let turn = 0; turn < 8; turn++) {
+        for (let i = 0; i < 4; i++)
+          units.push(unit(instances[0]!, [3, 2, 1]), unit(instances[1]!, [1, 2, 3]));
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      await Promise.all(units);
+      // A deadlock fails a batch, whose units then run again alone: more runs than units.
+      assert.equal(runs, units.length);
+    } finally {
+      for (const database of instances) await database.close();
+      await temp.drop();
+    }
+  });
+});
+
 describe('merged work', () => {
   test('the units of one kind in a batch run in one call, in queue order, each answered with its own result', async () => {
     await onSqlite(async (database) => {

@@ -3,7 +3,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
 import type { Config } from '../config.js';
 import { runPreparedDirectly } from './compiled.js';
 import { GroupCommit } from './group-commit.js';
@@ -75,10 +75,23 @@ export async function openDatabase(
     await db.destroy();
     throw err;
   }
-  // PostgreSQL: one batch at a time, as two could take uploads' area locks in opposite orders (a
-  // deadlock, found only after deadlock_timeout). SQLite runs one transaction at a time on its one
+  // PostgreSQL: one batch at a time per instance; batches of several instances run side by side.
+  // Two batches could take uploads' area locks in opposite orders (a deadlock, found only after
+  // deadlock_timeout, then every unit again alone), so a batch takes every lock its units declare,
+  // in ascending order, before any unit runs (RunOptions.locks). Four batches at once in one
+  // instance were slower for uploads into one area (docs/benchmarks.md, session 13): they only
+  // queue on its lock, in smaller batches. SQLite runs one transaction at a time on its one
   // connection anyway; a second batch may commit while the first one's WAL sync is under way.
-  const commits = new GroupCommit(db, { concurrency: dialect === 'sqlite' ? 2 : 1, releaseUnwaited });
+  const commits = new GroupCommit(db, {
+    concurrency: dialect === 'sqlite' ? 2 : 1,
+    releaseUnwaited,
+    lockAll:
+      dialect === 'postgres'
+        ? async (trx, keys) => {
+            for (const [a, b] of keys) await sql`select pg_advisory_xact_lock(${a}, ${b})`.execute(trx);
+          }
+        : undefined,
+  });
   // Inserts into a table without unique keys or foreign keys take no lock another batch could wait
   // for, so on PostgreSQL their batches need not take turns with the others (or with each other).
   // Queued behind an outcome or upload batch, a download's first row waited for several round

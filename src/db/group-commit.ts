@@ -25,9 +25,14 @@ interface Pending {
   merged?: { kind: MergedWork<unknown, unknown>; item: unknown };
   /** false: resolve once committed, without waiting for the disk (RunOptions.durable). */
   durable: boolean;
+  /** RunOptions.locks */
+  locks: readonly LockKey[];
   resolve(value: unknown): void;
   reject(err: unknown): void;
 }
+
+/** An advisory lock's two-number key (PostgreSQL's pg_advisory_xact_lock(a, b)). */
+export type LockKey = readonly [number, number];
 
 export interface GroupCommitOptions {
   /** Batches committing at once: 1 for SQLite (one connection), a few for PostgreSQL's pool. */
@@ -39,6 +44,13 @@ export interface GroupCommitOptions {
    * db/sqlite-durable.ts). Absent: every commit is waited for (PostgreSQL's is synchronous).
    */
   releaseUnwaited?: () => void;
+  /**
+   * Takes the given locks, in the given (ascending) order, until the transaction ends. With it, a
+   * batch takes every lock its units declared (RunOptions.locks) before any of them runs, so two
+   * batches, of this process or of another instance, never wait on each other in a cycle and may
+   * run side by side. Absent: locks are not taken here (SQLite writes one transaction at a time).
+   */
+  lockAll?: (trx: Db, keys: readonly LockKey[]) => Promise<void>;
 }
 
 export interface RunOptions {
@@ -48,6 +60,12 @@ export interface RunOptions {
    * (sqlite-durable.ts), so a batch of such units does not hold a commit slot for a sync.
    */
   durable?: boolean;
+  /**
+   * Locks the unit takes (PostgreSQL advisory keys, e.g. an area's name lock): its batch takes
+   * them, with the other units', in ascending order before any unit runs (GroupCommitOptions.lockAll).
+   * The unit may take them again itself: advisory locks are reentrant within a transaction.
+   */
+  locks?: readonly LockKey[];
 }
 
 export class GroupCommit {
@@ -67,7 +85,8 @@ export class GroupCommit {
   run<T>(work: Work<T>, options: RunOptions = {}): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const durable = options.durable ?? true;
-      this.queue.push({ work, durable, resolve: resolve as (v: unknown) => void, reject });
+      const locks = options.locks ?? [];
+      this.queue.push({ work, durable, locks, resolve: resolve as (v: unknown) => void, reject });
       this.schedule();
     });
   }
@@ -76,9 +95,10 @@ export class GroupCommit {
   runMerged<I, R>(kind: MergedWork<I, R>, item: I, options: RunOptions = {}): Promise<R> {
     return new Promise<R>((resolve, reject) => {
       const durable = options.durable ?? true;
+      const locks = options.locks ?? [];
       const work: Work<R> = async (trx) => (await kind.runAll(trx, [item]))[0]!;
       const merged = { kind: kind as MergedWork<unknown, unknown>, item };
-      this.queue.push({ work, merged, durable, resolve: resolve as (v: unknown) => void, reject });
+      this.queue.push({ work, merged, durable, locks, resolve: resolve as (v: unknown) => void, reject });
       this.schedule();
     });
   }
@@ -111,7 +131,10 @@ export class GroupCommit {
     let results: unknown[];
     try {
       results = await this.transact(
-        (trx) => runUnits(trx, batch),
+        async (trx) => {
+          await this.lockFor(trx, batch);
+          return runUnits(trx, batch);
+        },
         batch.some((p) => p.durable),
       );
     } catch {
@@ -137,9 +160,26 @@ export class GroupCommit {
     });
   }
 
+  /** Takes the locks that `units` declared, each once, in ascending order. */
+  private async lockFor(trx: Db, units: Pending[]): Promise<void> {
+    const { lockAll } = this.options;
+    if (!lockAll || units.every((p) => p.locks.length === 0)) return;
+    const keys = new Map<string, LockKey>();
+    for (const p of units) for (const key of p.locks) keys.set(`${key[0]}/${key[1]}`, key);
+    await lockAll(
+      trx,
+      [...keys.values()].sort((x, y) => x[0] - y[0] || x[1] - y[1]),
+    );
+  }
+
   private async alone(p: Pending): Promise<void> {
     try {
-      p.resolve(await this.transact((trx) => p.work(trx), p.durable));
+      p.resolve(
+        await this.transact(async (trx) => {
+          await this.lockFor(trx, [p]);
+          return p.work(trx);
+        }, p.durable),
+      );
     } catch (err) {
       p.reject(err);
     }

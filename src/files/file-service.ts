@@ -15,7 +15,7 @@ import type { ByteRange, StoredBlob } from '../storage/blob-store.js';
 import { type BlobWriter, IN_DATABASE } from '../storage/blob-writer.js';
 import type { UserService } from '../users/user-service.js';
 import type { BlobAccess, DownloadOutcome } from './download.js';
-import type { FileStore, FileWithLink, NewFile } from './file-store.js';
+import { areaLock, type FileStore, type FileWithLink, type NewFile } from './file-store.js';
 import { sanitizeFileName } from './names.js';
 
 const DAY = 24 * 3600 * 1000;
@@ -316,44 +316,48 @@ export class FileService {
     for (let attempt = 1; ; attempt++) {
       try {
         // In a group commit: many uploads' rows, one commit (their blobs are already durable).
-        return await this.commits.run(async (trx) => {
-          await this.store.lockArea(trx, req.owner.id);
-          const out: FileWithToken[] = [];
-          for (const [i, blob] of blobs.entries()) {
-            const f: NewFile = {
-              ownerId: req.owner.id,
-              uploaderId: req.uploader.id,
-              name: names[i]!,
-              length: blob.length,
-              sha256: blob.sha256,
-              contentType: mime.lookup(names[i]!) || 'application/octet-stream',
-              blobKey: blob.key,
-              blobFingerprint: blob.fingerprint,
-              createdAt: now,
-              expiresAt: now + this.config.linkDays * DAY,
-              message: req.message,
-              contents: blob.contents,
-            };
-            const file = await this.store.insertFile(trx, f);
-            out.push({ file, ...(await this.createLink(trx, file.id, 'owner')) });
-          }
-          await this.writer.settle(trx, storeKeys(blobs));
-          for (const hook of this.uploadHooks) await hook(trx, out, req);
-          await within?.(trx, out);
-          for (const s of out) {
-            const detail = {
-              name: s.file.name,
-              bytes: s.file.length,
-              area: req.owner.name,
-              sha256: s.file.sha256,
-            };
-            await this.audit.record(
-              { event: 'upload', user: req.uploader.name, remote: req.remote, fileId: s.file.id, detail },
-              trx,
-            );
-          }
-          return out;
-        });
+        return await this.commits.run(
+          async (trx) => {
+            await this.store.lockArea(trx, req.owner.id);
+            const out: FileWithToken[] = [];
+            for (const [i, blob] of blobs.entries()) {
+              const f: NewFile = {
+                ownerId: req.owner.id,
+                uploaderId: req.uploader.id,
+                name: names[i]!,
+                length: blob.length,
+                sha256: blob.sha256,
+                contentType: mime.lookup(names[i]!) || 'application/octet-stream',
+                blobKey: blob.key,
+                blobFingerprint: blob.fingerprint,
+                createdAt: now,
+                expiresAt: now + this.config.linkDays * DAY,
+                message: req.message,
+                contents: blob.contents,
+              };
+              const file = await this.store.insertFile(trx, f);
+              out.push({ file, ...(await this.createLink(trx, file.id, 'owner')) });
+            }
+            await this.writer.settle(trx, storeKeys(blobs));
+            for (const hook of this.uploadHooks) await hook(trx, out, req);
+            await within?.(trx, out);
+            for (const s of out) {
+              const detail = {
+                name: s.file.name,
+                bytes: s.file.length,
+                area: req.owner.name,
+                sha256: s.file.sha256,
+              };
+              await this.audit.record(
+                { event: 'upload', user: req.uploader.name, remote: req.remote, fileId: s.file.id, detail },
+                trx,
+              );
+            }
+            return out;
+          },
+          // Taken by the batch before any unit runs, in order with the other units' areas.
+          { locks: [areaLock(req.owner.id)] },
+        );
       } catch (err) {
         // Another upload took the same name between our read and insert: pick the next free one.
         if (isUniqueViolation(err) && attempt < 5) continue;

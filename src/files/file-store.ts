@@ -3,6 +3,7 @@
 import { type Compilable, sql } from 'kysely';
 import { prepare } from '../db/compiled.js';
 import type { Db } from '../db/database.js';
+import type { LockKey } from '../db/group-commit.js';
 import type { Dialect } from '../db/migrations.js';
 import type { FileRow, LinkRow } from '../db/schema.js';
 import { inTransaction } from '../db/transaction.js';
@@ -116,6 +117,11 @@ const NAME_CANDIDATES = 16;
 
 /** First key of the area advisory locks (the second is the owner id). */
 const AREA_LOCK = 0x52454d; // 'REM'
+
+/** The advisory lock that serialises name choice in an area (lockArea), as a group commit takes it. */
+export function areaLock(ownerId: number): LockKey {
+  return [AREA_LOCK, ownerId];
+}
 
 export class FileStore implements BlobCatalog {
   private readonly fileById;
@@ -256,8 +262,8 @@ export class FileStore implements BlobCatalog {
    * otherwise all pick the same free name and all but one fail on the unique index.
    */
   async lockArea(trx: Db, ownerId: number): Promise<void> {
-    if (this.dialect === 'postgres')
-      await sql`select pg_advisory_xact_lock(${AREA_LOCK}, ${ownerId})`.execute(trx);
+    const [space, id] = areaLock(ownerId);
+    if (this.dialect === 'postgres') await sql`select pg_advisory_xact_lock(${space}, ${id})`.execute(trx);
   }
 
   /**
@@ -495,6 +501,9 @@ export class FileStore implements BlobCatalog {
     // In id order, as any writer of several links must lock them (no deadlock between two).
     const rows = [...counts].sort(([a], [b]) => a - b);
     if (this.dialect === 'postgres' && rows.length > 1) {
+      // An UPDATE … FROM locks rows in its plan's order, not the list's: lock them in order first.
+      const ids = rows.map(([id]) => id);
+      await sql`select id from links where id in (${sql.join(ids)}) order by id for update`.execute(db);
       const values = sql.join(rows.map(([id, n]) => sql`(${id}::integer, ${n}::integer)`));
       await sql`update links set downloads = links.downloads + v.n from (values ${values}) as v(id, n)
         where links.id = v.id`.execute(db);
