@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { LANGS } from '../src/config.js';
+import { inTransaction } from '../src/db/transaction.js';
 import type { NotificationRequest } from '../src/notify/notification-service.js';
 import { NOTIFICATION_KINDS, Templates } from '../src/notify/templates.js';
 import { TwilioTransport } from '../src/notify/transports.js';
@@ -221,14 +222,14 @@ describe('outbox', () => {
     try {
       const { notify, db } = t.server.services;
       await assert.rejects(
-        db.transaction().execute(async (trx) => {
+        inTransaction(db, async (trx) => {
           await notify.enqueue(trx, smsPin('+5511911111111'));
           throw new Error('file write failed');
         }),
         /file write failed/,
       );
       assert.equal((await notify.list()).length, 0, 'rolled back with the caller');
-      const id = await db.transaction().execute((trx) => notify.enqueue(trx, smsPin('+5511922222222')));
+      const id = await inTransaction(db, (trx) => notify.enqueue(trx, smsPin('+5511922222222')));
       const [entry] = await notify.list();
       assert.equal(entry!.id, id);
       assert.equal(entry!.status, 'pending');

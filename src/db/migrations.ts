@@ -293,11 +293,13 @@ const fileContents = (dialect: Dialect): Migration => ({
 // `remessa audit --user` matches user names case-insensitively (DESIGN §3), on `lower(user_name)`,
 // which the index on `(user_name, at)` cannot serve: every such query read the whole trail. An
 // index on the expression itself serves it (SQLite and PostgreSQL alike), and costs each audit
-// row the same as the one it replaces, which no query used.
+// row the same as the one it replaces, which no query used. SQLite runs a migration's statements
+// outside a transaction: each is written so that a run cut short (killed, disk full while the
+// index is built) can simply run again.
 const auditByUserName: Migration = {
   async up(db) {
-    await db.schema.dropIndex('audit_user').execute();
-    await sql`create index audit_user_lower on audit (lower(user_name), at)`.execute(db);
+    await sql`create index if not exists audit_user_lower on audit (lower(user_name), at)`.execute(db);
+    await db.schema.dropIndex('audit_user').ifExists().execute();
   },
 };
 
