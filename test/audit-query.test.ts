@@ -6,18 +6,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { sql } from 'kysely';
-import { AuditLog } from '../src/audit/audit-log.js';
-import { systemClock } from '../src/clock.js';
+import type { AuditLog } from '../src/audit/audit-log.js';
 import { type OpenDatabase, openDatabase } from '../src/db/database.js';
+import { auditLogOn } from './helpers/audit.js';
 import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
 
 const available = await postgresAvailable();
 if (!available && PG_REQUIRED) throw new Error(PG_SKIP);
-
-function auditOn(database: OpenDatabase): AuditLog {
-  const { db, dialect, commits, appends } = database;
-  return new AuditLog({ db, dialect, clock: systemClock, commits, appends });
-}
 
 /** 300 rows of three users, one of them written in capitals; checks what --user finds. */
 async function exercise(database: OpenDatabase, audit: AuditLog): Promise<void> {
@@ -46,7 +41,7 @@ test('SQLite: --user is case-insensitive and read through the index on lower(use
   const dataDir = await mkdtemp(path.join(tmpdir(), 'remessa-audit-'));
   const database = await openDatabase({ dataDir, databaseUrl: null });
   try {
-    const audit = auditOn(database);
+    const audit = auditLogOn(database);
     await exercise(database, audit);
     for (const filter of [{ user: 'bob' }, { user: 'bob', since: 5, until: 9 }]) {
       // EXPLAIN takes no bound parameters here: the values (numbers, a plain name) go inline.
@@ -72,7 +67,7 @@ test('PostgreSQL: the same answers after the same migration', {
   try {
     const database = await openDatabase({ dataDir: '/nonexistent', databaseUrl: temp.url });
     try {
-      await exercise(database, auditOn(database));
+      await exercise(database, auditLogOn(database));
       const index = await sql<{ indexdef: string }>`select indexdef from pg_indexes
         where tablename = 'audit' and indexname = 'audit_user_lower'`.execute(database.db);
       assert.match(index.rows[0]?.indexdef ?? '', /lower\(user_name\)/);

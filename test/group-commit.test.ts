@@ -7,10 +7,10 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
-import { AuditLog } from '../src/audit/audit-log.js';
-import { systemClock } from '../src/clock.js';
+import type { AuditLog } from '../src/audit/audit-log.js';
 import { type OpenDatabase, openDatabase } from '../src/db/database.js';
 import { inTransaction } from '../src/db/transaction.js';
+import { auditLogOn } from './helpers/audit.js';
 import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
 
 const available = await postgresAvailable();
@@ -34,8 +34,7 @@ async function onPostgres(fn: (database: OpenDatabase, audit: AuditLog) => Promi
   try {
     const database = await openDatabase({ dataDir: '/nonexistent', databaseUrl: temp.url });
     try {
-      const { db, commits, appends } = database;
-      await fn(database, new AuditLog({ db, dialect: 'postgres', clock: systemClock, commits, appends }));
+      await fn(database, auditLogOn(database));
     } finally {
       await database.close();
     }
@@ -257,7 +256,7 @@ describe('effects after commit (db/transaction.ts)', () => {
     assert.deepEqual(stored.map((r) => r.detail).sort(), told);
 
     // Inside a caller's transaction: told after the commit, never for a rollback.
-    const inside = await observed(database, new AuditLog(auditDeps(database)), async (a, told) => {
+    const inside = await observed(database, auditLogOn(database), async (a, told) => {
       await assert.rejects(
         inTransaction(db, async (trx) => {
           await a.record({ event: 'login', detail: 'undone' }, trx);
@@ -275,13 +274,8 @@ describe('effects after commit (db/transaction.ts)', () => {
     assert.deepEqual(inside, ['kept']);
   }
 
-  function auditDeps(database: OpenDatabase) {
-    const { db, dialect, commits, appends } = database;
-    return { db, dialect, clock: systemClock, commits, appends };
-  }
-
   test('SQLite', async () => {
-    await onSqlite((database) => exerciseObservers(database, new AuditLog(auditDeps(database))));
+    await onSqlite((database) => exerciseObservers(database, auditLogOn(database)));
   });
 
   test('PostgreSQL', { skip: available ? false : PG_SKIP }, async () => {
@@ -290,7 +284,7 @@ describe('effects after commit (db/transaction.ts)', () => {
 
   test('a failing effect leaves its committed batch alone; a transaction opened elsewhere is refused', async () => {
     await onSqlite(async (database) => {
-      const audit = new AuditLog(auditDeps(database));
+      const audit = auditLogOn(database);
       let told = 0;
       audit.observe(() => {
         told++;

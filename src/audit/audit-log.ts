@@ -73,6 +73,16 @@ export type AuditTap = (db: Db, entry: AuditEntry, at: number) => Promise<void>;
  */
 export type AuditObserver = (entry: AuditEntry) => void;
 
+export interface AuditDeps {
+  db: Db;
+  dialect: Dialect;
+  clock: Clock;
+  /** Rows written on their own share commits with other requests' (src/db/group-commit.ts). */
+  commits: GroupCommit;
+  /** begin()'s rows, which only insert: OpenDatabase.appends. */
+  appends: GroupCommit;
+}
+
 export class AuditLog {
   private readonly taps: AuditTap[] = [];
   private readonly observers: AuditObserver[] = [];
@@ -83,9 +93,7 @@ export class AuditLog {
   private readonly db: Db;
   private readonly dialect: Dialect;
   private readonly clock: Clock;
-  /** Rows written on their own share commits with other requests' (src/db/group-commit.ts). */
   private readonly commits: GroupCommit;
-  /** begin()'s rows, which only insert: OpenDatabase.appends. */
   private readonly appends: GroupCommit;
 
   /**
@@ -102,13 +110,15 @@ export class AuditLog {
     },
   };
 
-  constructor(d: { db: Db; dialect: Dialect; clock: Clock; commits: GroupCommit; appends: GroupCommit }) {
-    const { db } = d;
-    this.db = db;
-    this.dialect = d.dialect;
-    this.clock = d.clock;
-    this.commits = d.commits;
-    this.appends = d.appends;
+  constructor(deps: AuditDeps) {
+    ({
+      db: this.db,
+      dialect: this.dialect,
+      clock: this.clock,
+      commits: this.commits,
+      appends: this.appends,
+    } = deps);
+    const { db } = deps;
     type Row = AuditRowValues;
     this.insertRow = prepare<
       [Row['at'], Row['event'], Row['user_name'], Row['remote'], Row['file_id'], Row['detail']],

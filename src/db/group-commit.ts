@@ -83,22 +83,25 @@ export class GroupCommit {
 
   /** Runs `work` in the next shared transaction; resolves once that transaction has committed. */
   run<T>(work: Work<T>, options: RunOptions = {}): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const durable = options.durable ?? true;
-      const locks = options.locks ?? [];
-      this.queue.push({ work, durable, locks, resolve: resolve as (v: unknown) => void, reject });
-      this.schedule();
-    });
+    return this.enqueue(work, undefined, options);
   }
 
   /** Like run(), for one item of merged work: the batch's items of `kind` run in one runAll call. */
   runMerged<I, R>(kind: MergedWork<I, R>, item: I, options: RunOptions = {}): Promise<R> {
-    return new Promise<R>((resolve, reject) => {
-      const durable = options.durable ?? true;
-      const locks = options.locks ?? [];
-      const work: Work<R> = async (trx) => (await kind.runAll(trx, [item]))[0]!;
-      const merged = { kind: kind as MergedWork<unknown, unknown>, item };
-      this.queue.push({ work, merged, durable, locks, resolve: resolve as (v: unknown) => void, reject });
+    const work: Work<R> = async (trx) => (await kind.runAll(trx, [item]))[0]!;
+    return this.enqueue(work, { kind: kind as MergedWork<unknown, unknown>, item }, options);
+  }
+
+  private enqueue<T>(work: Work<T>, merged: Pending['merged'], options: RunOptions): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({
+        work,
+        merged,
+        durable: options.durable ?? true,
+        locks: options.locks ?? [],
+        resolve: resolve as (v: unknown) => void,
+        reject,
+      });
       this.schedule();
     });
   }

@@ -318,7 +318,7 @@ export class FileService {
         // In a group commit: many uploads' rows, one commit (their blobs are already durable).
         return await this.commits.run(
           async (trx) => {
-            await this.store.lockArea(trx, req.owner.id);
+            // The area's lock (name choice, FileStore.lockArea) is taken by the batch, below.
             const out: FileWithToken[] = [];
             for (const [i, blob] of blobs.entries()) {
               const f: NewFile = {
@@ -355,7 +355,8 @@ export class FileService {
             }
             return out;
           },
-          // Taken by the batch before any unit runs, in order with the other units' areas.
+          // Taken by the batch before any unit runs (also when it runs alone), in order with the
+          // other units' areas.
           { locks: [areaLock(req.owner.id)] },
         );
       } catch (err) {

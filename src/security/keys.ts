@@ -39,6 +39,7 @@ interface KeySet {
   jwtCryptoKey: Promise<CryptoKey>;
   sealKey: Buffer;
   hmacKey: Buffer;
+  credentialKey: Buffer;
 }
 
 function keySet(secret: string): KeySet {
@@ -55,6 +56,7 @@ function keySet(secret: string): KeySet {
     ),
     sealKey: derive('seal-aes-256-gcm'),
     hmacKey: derive('hmac-sha256'),
+    credentialKey: derive('credential-cache'),
   };
 }
 
@@ -76,13 +78,11 @@ export class Keys {
   private readonly previous: KeySet | null;
   /** Signs bearer tokens. */
   readonly jwtCryptoKey: Promise<CryptoKey>;
-  private readonly credentialKey: Buffer;
 
   constructor(secret: string, previousSecret: string | null = null) {
     this.current = keySet(secret);
     this.previous = previousSecret && previousSecret !== secret ? keySet(previousSecret) : null;
     this.jwtCryptoKey = this.current.jwtCryptoKey;
-    this.credentialKey = Buffer.from(hkdfSync('sha256', secret, 'remessa', 'credential-cache', 32));
   }
 
   /** The keys a bearer token's signature may be checked with: the current one first. */
@@ -143,7 +143,7 @@ export class Keys {
    * a keyed hash, so the cache never holds anything that recovers the password.
    */
   credentialHash(name: string, password: string): string {
-    return createHmac('sha256', this.credentialKey)
+    return createHmac('sha256', this.current.credentialKey)
       .update(JSON.stringify([name, password]))
       .digest('base64url');
   }

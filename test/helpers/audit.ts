@@ -1,0 +1,9 @@
+// An audit log on an opened database, as src/services.ts makes it (for tests below the services).
+import { AuditLog } from '../../src/audit/audit-log.js';
+import { type Clock, systemClock } from '../../src/clock.js';
+import type { OpenDatabase } from '../../src/db/database.js';
+
+export function auditLogOn(database: OpenDatabase, clock: Clock = systemClock): AuditLog {
+  const { db, dialect, commits, appends } = database;
+  return new AuditLog({ db, dialect, clock, commits, appends });
+}
