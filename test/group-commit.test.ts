@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import type { AuditLog } from '../src/audit/audit-log.js';
 import { type OpenDatabase, openDatabase } from '../src/db/database.js';
+import { takeLock } from '../src/db/locks.js';
 import { inTransaction } from '../src/db/transaction.js';
 import { auditLogOn } from './helpers/audit.js';
 import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
@@ -167,6 +168,43 @@ describe('locks a batch takes for its units (PostgreSQL)', () => {
       await temp.drop();
     }
   });
+});
+
+/** A unit's lock taken in its batch: declared, a second time, undeclared; and outside any batch. */
+async function lockRule(database: OpenDatabase): Promise<void> {
+  const { db, commits, dialect } = database;
+  const declared = [7, 1] as const;
+  const other = [7, 2] as const;
+  // Declared: the batch already holds it, taking it again is nothing; an undeclared one fails the
+  // unit (alone, so the others of its batch still commit).
+  const units = [
+    commits.run(async (trx) => takeLock(trx, dialect, declared), { locks: [declared] }),
+    commits.run(async (trx) => takeLock(trx, dialect, other), { locks: [declared] }),
+    commits.run(async (trx) => takeLock(trx, dialect, other)),
+  ];
+  const [ok, ...undeclared] = await Promise.allSettled(units);
+  assert.equal(ok!.status, 'fulfilled');
+  for (const r of undeclared) {
+    assert.equal(r.status, 'rejected');
+    assert.match(
+      String((r as PromiseRejectedResult).reason),
+      /lock 7\/2 taken in a group-commit unit that did not declare it/,
+    );
+  }
+  // A transaction of its own takes whatever it needs, when it needs it.
+  await inTransaction(db, async (trx) => {
+    await takeLock(trx, dialect, other);
+    await takeLock(trx, dialect, declared);
+    await takeLock(trx, dialect, other);
+  });
+  await assert.rejects(takeLock(db, dialect, other), /needs a transaction/);
+}
+
+describe('the lock rule: a unit takes only the locks it declared (db/locks.ts)', () => {
+  test('SQLite', () => onSqlite(lockRule));
+  test('PostgreSQL', { skip: available ? false : PG_SKIP }, () =>
+    onPostgres((database) => lockRule(database)),
+  );
 });
 
 describe('merged work', () => {

@@ -3,7 +3,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, PostgresDialect, sql } from 'kysely';
+import { Kysely, PostgresDialect } from 'kysely';
 import type { Config } from '../config.js';
 import { runPreparedDirectly } from './compiled.js';
 import { GroupCommit } from './group-commit.js';
@@ -85,19 +85,14 @@ export async function openDatabase(
   const commits = new GroupCommit(db, {
     concurrency: dialect === 'sqlite' ? 2 : 1,
     releaseUnwaited,
-    lockAll:
-      dialect === 'postgres'
-        ? async (trx, keys) => {
-            for (const [a, b] of keys) await sql`select pg_advisory_xact_lock(${a}, ${b})`.execute(trx);
-          }
-        : undefined,
+    dialect,
   });
   // Inserts into a table without unique keys or foreign keys take no lock another batch could wait
   // for, so on PostgreSQL their batches need not take turns with the others (or with each other).
   // Queued behind an outcome or upload batch, a download's first row waited for several round
   // trips per unit of that batch: 450-650 small downloads/s with one queue, 900-1,100 with this one
   // (docs/benchmarks.md, session 12). SQLite writes on one connection: nothing to gain there.
-  const appends = dialect === 'postgres' ? new GroupCommit(db, { concurrency: 4 }) : commits;
+  const appends = dialect === 'postgres' ? new GroupCommit(db, { concurrency: 4, dialect }) : commits;
   const close = async () => {
     // Work queued by requests that ended just before (a download's closing audit row) commits first.
     await Promise.all([commits.idle(), appends.idle()]);

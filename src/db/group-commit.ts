@@ -4,7 +4,11 @@
 // its WAL sync: db/sqlite-durable.ts). What gets batched is whatever arrived while the previous
 // commit was running (or in the same turn of the event loop), so an idle server adds no waiting.
 import type { Db } from './database.js';
+import { type LockKey, takeBatchLocks } from './locks.js';
+import type { Dialect } from './migrations.js';
 import { inTransaction } from './transaction.js';
+
+export type { LockKey } from './locks.js';
 
 /** A unit of work: runs in a transaction shared with others, so it must only use `trx`. */
 export type Work<T> = (trx: Db) => Promise<T>;
@@ -31,9 +35,6 @@ interface Pending {
   reject(err: unknown): void;
 }
 
-/** An advisory lock's two-number key (PostgreSQL's pg_advisory_xact_lock(a, b)). */
-export type LockKey = readonly [number, number];
-
 export interface GroupCommitOptions {
   /** Batches committing at once: 1 for SQLite (one connection), a few for PostgreSQL's pool. */
   concurrency: number;
@@ -45,12 +46,12 @@ export interface GroupCommitOptions {
    */
   releaseUnwaited?: () => void;
   /**
-   * Takes the given locks, in the given (ascending) order, until the transaction ends. With it, a
-   * batch takes every lock its units declared (RunOptions.locks) before any of them runs, so two
-   * batches, of this process or of another instance, never wait on each other in a cycle and may
-   * run side by side. Absent: locks are not taken here (SQLite writes one transaction at a time).
+   * The database's dialect, for the locks a batch takes: every lock its units declared
+   * (RunOptions.locks), in ascending order, before any of them runs (db/locks.ts), so two batches,
+   * of this process or of another instance, never wait on each other in a cycle and may run side
+   * by side. A unit that takes a lock it did not declare fails, on either dialect.
    */
-  lockAll?: (trx: Db, keys: readonly LockKey[]) => Promise<void>;
+  dialect: Dialect;
 }
 
 export interface RunOptions {
@@ -61,9 +62,9 @@ export interface RunOptions {
    */
   durable?: boolean;
   /**
-   * Locks the unit takes (PostgreSQL advisory keys, e.g. an area's name lock): its batch takes
-   * them, with the other units', in ascending order before any unit runs (GroupCommitOptions.lockAll).
-   * The unit may take them again itself: advisory locks are reentrant within a transaction.
+   * Locks the unit takes (advisory keys, e.g. an area's name lock): its batch takes them, with the
+   * other units', in ascending order before any unit runs (db/locks.ts). The unit may take them
+   * again itself (nothing to do then); taking any other lock fails.
    */
   locks?: readonly LockKey[];
 }
@@ -163,15 +164,12 @@ export class GroupCommit {
     });
   }
 
-  /** Takes the locks that `units` declared, each once, in ascending order. */
-  private async lockFor(trx: Db, units: Pending[]): Promise<void> {
-    const { lockAll } = this.options;
-    if (!lockAll || units.every((p) => p.locks.length === 0)) return;
-    const keys = new Map<string, LockKey>();
-    for (const p of units) for (const key of p.locks) keys.set(`${key[0]}/${key[1]}`, key);
-    await lockAll(
+  /** Takes the locks that `units` declared; they may take no others (db/locks.ts). */
+  private lockFor(trx: Db, units: Pending[]): Promise<void> {
+    return takeBatchLocks(
       trx,
-      [...keys.values()].sort((x, y) => x[0] - y[0] || x[1] - y[1]),
+      this.options.dialect,
+      units.flatMap((p) => p.locks),
     );
   }
 

@@ -3,7 +3,7 @@
 import { type Compilable, sql } from 'kysely';
 import { prepare } from '../db/compiled.js';
 import type { Db } from '../db/database.js';
-import type { LockKey } from '../db/group-commit.js';
+import { type LockKey, takeLock } from '../db/locks.js';
 import type { Dialect } from '../db/migrations.js';
 import type { FileRow, LinkRow } from '../db/schema.js';
 import { inTransaction } from '../db/transaction.js';
@@ -262,8 +262,7 @@ export class FileStore implements BlobCatalog {
    * otherwise all pick the same free name and all but one fail on the unique index.
    */
   async lockArea(trx: Db, ownerId: number): Promise<void> {
-    const [space, id] = areaLock(ownerId);
-    if (this.dialect === 'postgres') await sql`select pg_advisory_xact_lock(${space}, ${id})`.execute(trx);
+    await takeLock(trx, this.dialect, areaLock(ownerId));
   }
 
   /**
