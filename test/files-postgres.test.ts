@@ -116,3 +116,41 @@ describe('files on PostgreSQL', { skip: available ? false : PG_SKIP }, () => {
     assert.deepEqual(await footprint(a), { blobs: 0, temps: 0, files: 0, links: 0 });
   });
 });
+
+describe('two instances uploading into the same areas at once', { skip: available ? false : PG_SKIP }, () => {
+  test('no deadlock: every upload commits with its batch, each name once per area', async () => {
+    const database = await createTempDatabase();
+    const env = { ...ENV, REMESSA_DATABASE_URL: database.url };
+    const a = await startTestServer({ env, startWorkers: false });
+    const b = await startTestServer({ env, dataDir: a.dataDir, startWorkers: false });
+    try {
+      await a.createUser('sender', 'sender-password');
+      const areas = ['area-1', 'area-2', 'area-3'];
+      for (const name of areas) await a.createUser(name, `${name}-password`);
+      const auth = basic('sender', 'sender-password');
+      // Each instance's batches hold uploads into several areas, queued in opposite orders on the
+      // two instances; each area's name choice takes its lock. Taken as the units ran, two
+      // batches could each hold one area and wait for the other's (PostgreSQL then fails one).
+      const uploads: Promise<{ status: number }>[] = [];
+      for (let round = 0; round < 16; round++) {
+        for (const [i, area] of areas.entries()) {
+          uploads.push(uploadRaw(a, auth, bytes(500), { file: 'same.bin', d: area }));
+          uploads.push(uploadRaw(b, auth, bytes(500), { file: 'same.bin', d: areas[areas.length - 1 - i]! }));
+        }
+      }
+      for (const r of await Promise.all(uploads)) assert.equal(r.status, 200, JSON.stringify(r));
+      for (const area of areas) {
+        const names = (await listArea(a, area, `${area}-password`)).map((e) => e.name);
+        assert.equal(names.length, 32);
+        assert.equal(new Set(names).size, 32);
+      }
+    } finally {
+      await closeAll(b, a);
+    }
+    try {
+      assert.equal(await database.deadlocks(), 0);
+    } finally {
+      await database.drop();
+    }
+  });
+});
