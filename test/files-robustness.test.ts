@@ -34,6 +34,18 @@ async function blobPathOf(t: TestServer, fileId: number): Promise<string> {
   return path.join(t.dataDir, 'blobs', row!.blob_key.slice(0, 2), row!.blob_key);
 }
 
+/** Writes `filler` until the disk it is on is full (ENOSPC). */
+async function fillDisk(filler: string): Promise<void> {
+  const fh = await open(filler, 'w');
+  try {
+    for (;;) await fh.write(Buffer.alloc(64 * 1024));
+  } catch (err) {
+    assert.equal((err as NodeJS.ErrnoException).code, 'ENOSPC');
+  } finally {
+    await fh.close().catch(() => {});
+  }
+}
+
 describe('uploads that fail leave nothing behind', () => {
   let t: TestServer;
   const auth = basic('robust', 'robust-password');
@@ -124,14 +136,7 @@ describe('a full disk', () => {
     try {
       await t.createUser('fullsign', 'fullsign-password');
       // Fill what is left of the disk.
-      const fh = await open(filler, 'w');
-      try {
-        for (;;) await fh.write(Buffer.alloc(64 * 1024));
-      } catch (err) {
-        assert.equal((err as NodeJS.ErrnoException).code, 'ENOSPC');
-      } finally {
-        await fh.close().catch(() => {});
-      }
+      await fillDisk(filler);
       const token = () =>
         call(`${t.base}/oauth2/token`, {
           method: 'POST',
@@ -193,14 +198,7 @@ describe('a full disk', () => {
       const data = bytes(4096);
       const up = await uploadRaw(t, basic('fulldl', 'fulldl-password'), data, { file: 'small.bin' });
       const link = (up.body['files'] as FileEntry[])[0]!.linkURL;
-      const fh = await open(filler, 'w');
-      try {
-        for (;;) await fh.write(Buffer.alloc(64 * 1024));
-      } catch (err) {
-        assert.equal((err as NodeJS.ErrnoException).code, 'ENOSPC');
-      } finally {
-        await fh.close().catch(() => {});
-      }
+      await fillDisk(filler);
       // SQLite may still have room in pages it holds; a few downloads use it up.
       let served = 0;
       let refused: Awaited<ReturnType<typeof fetch>> | null = null;

@@ -7,7 +7,7 @@ import { type LockKey, takeLock } from '../db/locks.js';
 import type { Dialect } from '../db/migrations.js';
 import type { FileRow, LinkRow } from '../db/schema.js';
 import { inTransaction } from '../db/transaction.js';
-import type { BlobCatalog } from '../storage/reconciler.js';
+import { type BlobCatalog, keysIn } from '../storage/reconciler.js';
 import { numberedName } from './names.js';
 
 export type FileState = 'area' | 'backup' | 'purging';
@@ -514,17 +514,8 @@ export class FileStore implements BlobCatalog {
     for (const [id, n] of rows) await this.countDownloadQuery.all([id, n], db);
   }
 
-  async owned(keys: string[]): Promise<Set<string>> {
-    const out = new Set<string>();
-    for (let i = 0; i < keys.length; i += 500) {
-      const rows = await this.db
-        .selectFrom('files')
-        .select('blob_key')
-        .where('blob_key', 'in', keys.slice(i, i + 500))
-        .execute();
-      for (const r of rows) out.add(r.blob_key);
-    }
-    return out;
+  owned(keys: string[]): Promise<Set<string>> {
+    return keysIn(this.db, 'files', keys);
   }
 
   /** Every file's blob, a page at a time (storage check). */

@@ -12,6 +12,7 @@
 // Safe with several instances on one directory or bucket: nothing alive is ever judged dead,
 // because a live writer's intent is on its host's process table or touched within the hour.
 import type { Clock } from '../clock.js';
+import type { Db } from '../db/database.js';
 import type { BlobIntentRow } from '../db/schema.js';
 import type { Logger } from '../logger.js';
 import type { BlobStore, PartialWrite } from './blob-store.js';
@@ -25,6 +26,20 @@ export interface BlobCatalog {
   owned(keys: string[]): Promise<Set<string>>;
   /** Every owned blob with its expected length and when its row was written. */
   owners(): AsyncIterable<{ key: string; length: number; createdAt: number }>;
+}
+
+/** A catalog's owned(): which of `keys` stand in `table`'s blob_key column (500 keys a query). */
+export async function keysIn(db: Db, table: 'files' | 'upload_chunks', keys: string[]): Promise<Set<string>> {
+  const out = new Set<string>();
+  for (let i = 0; i < keys.length; i += 500) {
+    const rows = await db
+      .selectFrom(table)
+      .select('blob_key')
+      .where('blob_key', 'in', keys.slice(i, i + 500))
+      .execute();
+    for (const r of rows) out.add(r.blob_key);
+  }
+  return out;
 }
 
 export interface ReconcileResult {

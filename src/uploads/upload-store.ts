@@ -4,8 +4,7 @@
 // renewed while bytes arrive) so that two writers never append to one upload at once.
 import type { Db } from '../db/database.js';
 import type { UploadChunkRow, UploadRow } from '../db/schema.js';
-import type { BlobCatalog } from '../storage/reconciler.js';
-import { deadHere } from '../storage/reconciler.js';
+import { type BlobCatalog, deadHere, keysIn } from '../storage/reconciler.js';
 
 export type NewUpload = Omit<UploadRow, 'lock_owner' | 'lock_until' | 'file_id' | 'received'>;
 
@@ -158,17 +157,8 @@ export class UploadStore implements BlobCatalog {
   }
 
   // BlobCatalog: chunk blobs are owned by their rows, so `storage check` never calls them orphans.
-  async owned(keys: string[]): Promise<Set<string>> {
-    const out = new Set<string>();
-    for (let i = 0; i < keys.length; i += 500) {
-      const rows = await this.db
-        .selectFrom('upload_chunks')
-        .select('blob_key')
-        .where('blob_key', 'in', keys.slice(i, i + 500))
-        .execute();
-      for (const r of rows) out.add(r.blob_key);
-    }
-    return out;
+  owned(keys: string[]): Promise<Set<string>> {
+    return keysIn(this.db, 'upload_chunks', keys);
   }
 
   async *owners(): AsyncIterable<{ key: string; length: number; createdAt: number }> {
