@@ -5,6 +5,7 @@ import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect } from 'kysely';
 import type { Config } from '../config.js';
+import { CommitMarks } from './commit-marks.js';
 import { runPreparedDirectly } from './compiled.js';
 import { GroupCommit } from './group-commit.js';
 import { type Dialect, migrate } from './migrations.js';
@@ -86,13 +87,18 @@ export async function openDatabase(
     concurrency: dialect === 'sqlite' ? 2 : 1,
     releaseUnwaited,
     dialect,
+    // A COMMIT whose answer a broken connection lost: did it commit? (SQLite's commit is local.)
+    marks: dialect === 'postgres' ? new CommitMarks(db) : undefined,
   });
   // Inserts into a table without unique keys or foreign keys take no lock another batch could wait
   // for, so on PostgreSQL their batches need not take turns with the others (or with each other).
   // Queued behind an outcome or upload batch, a download's first row waited for several round
   // trips per unit of that batch: 450-650 small downloads/s with one queue, 900-1,100 with this one
   // (docs/benchmarks.md, session 12). SQLite writes on one connection: nothing to gain there.
-  const appends = dialect === 'postgres' ? new GroupCommit(db, { concurrency: 4, dialect }) : commits;
+  const appends =
+    dialect === 'postgres'
+      ? new GroupCommit(db, { concurrency: 4, dialect, marks: new CommitMarks(db) })
+      : commits;
   const close = async () => {
     // Work queued by requests that ended just before (a download's closing audit row) commits first.
     await Promise.all([commits.idle(), appends.idle()]);

@@ -3,10 +3,11 @@
 // answer only after that commit: nothing is acknowledged before it is on disk (for SQLite, after
 // its WAL sync: db/sqlite-durable.ts). What gets batched is whatever arrived while the previous
 // commit was running (or in the same turn of the event loop), so an idle server adds no waiting.
+import type { CommitMarks } from './commit-marks.js';
 import type { Db } from './database.js';
 import { type LockKey, takeBatchLocks } from './locks.js';
 import type { Dialect } from './migrations.js';
-import { inTransaction } from './transaction.js';
+import { CommitUnknownError, inTransaction } from './transaction.js';
 
 export type { LockKey } from './locks.js';
 
@@ -52,6 +53,13 @@ export interface GroupCommitOptions {
    * by side. A unit that takes a lock it did not declare fails, on either dialect.
    */
   dialect: Dialect;
+  /**
+   * PostgreSQL: each batch writes a mark, so a batch whose COMMIT went unanswered learns whether it
+   * committed (db/commit-marks.ts) instead of failing its units or, worse, running them again.
+   * Absent (SQLite, whose commit is in this process): such a batch fails its units with
+   * CommitUnknownError, and none runs again.
+   */
+  marks?: CommitMarks;
 }
 
 export interface RunOptions {
@@ -134,20 +142,60 @@ export class GroupCommit {
     if (batch.length === 1) return this.alone(batch[0]!);
     let results: unknown[];
     try {
-      results = await this.transact(
-        async (trx) => {
-          await this.lockFor(trx, batch);
-          return runUnits(trx, batch);
-        },
-        batch.some((p) => p.durable),
-      );
-    } catch {
+      results = await this.commitUnits(batch);
+    } catch (err) {
+      // Perhaps committed: running the units again could write each of them twice.
+      if (err instanceof CommitUnknownError) {
+        for (const p of batch) p.reject(err);
+        return;
+      }
       // One unit failed (or the commit did): none of the batch is written. Each runs again in a
       // transaction of its own, so only the units that fail alone fail, with their own error.
       await Promise.all(batch.map((p) => this.alone(p)));
       return;
     }
     for (const [i, p] of batch.entries()) p.resolve(results[i]);
+  }
+
+  private async alone(p: Pending): Promise<void> {
+    try {
+      p.resolve((await this.commitUnits([p]))[0]);
+    } catch (err) {
+      p.reject(err);
+    }
+  }
+
+  /**
+   * Runs `units` in one transaction; their results once it has committed. A COMMIT that went
+   * unanswered is settled by the batch's mark (GroupCommitOptions.marks): committed, the results;
+   * not, its error (the units may run again); if that cannot be learned, CommitUnknownError.
+   */
+  private async commitUnits(units: Pending[]): Promise<unknown[]> {
+    const { marks } = this.options;
+    let mark: string | undefined;
+    let results: unknown[] | undefined;
+    try {
+      return await this.transact(
+        async (trx) => {
+          await this.lockFor(trx, units);
+          mark = await marks?.write(trx);
+          results = await runUnits(trx, units);
+          return results;
+        },
+        units.some((p) => p.durable),
+      );
+    } catch (err) {
+      if (!(err instanceof CommitUnknownError) || !marks || !mark || !results) throw err;
+      let committed: boolean;
+      try {
+        committed = await marks.committed(mark);
+      } catch {
+        throw err;
+      }
+      if (!committed) throw err.cause;
+      err.committed();
+      return results;
+    }
   }
 
   /**
@@ -171,19 +219,6 @@ export class GroupCommit {
       this.options.dialect,
       units.flatMap((p) => p.locks),
     );
-  }
-
-  private async alone(p: Pending): Promise<void> {
-    try {
-      p.resolve(
-        await this.transact(async (trx) => {
-          await this.lockFor(trx, [p]);
-          return p.work(trx);
-        }, p.durable),
-      );
-    } catch (err) {
-      p.reject(err);
-    }
   }
 }
 

@@ -303,6 +303,19 @@ const auditByUserName: Migration = {
   },
 };
 
+/** db/commit-marks.ts: how a batch whose COMMIT went unanswered learns whether it committed. */
+const commitMarks: Migration = {
+  async up(db) {
+    await db.schema
+      .createTable('commit_marks')
+      .ifNotExists()
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('at', 'bigint', (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex('commit_marks_at').ifNotExists().on('commit_marks').column('at').execute();
+  },
+};
+
 const migrations = (dialect: Dialect): Record<string, Migration> => ({
   '0001_initial': initial(dialect),
   '0002_change_tokens_user': changeTokensByUser,
@@ -314,6 +327,7 @@ const migrations = (dialect: Dialect): Record<string, Migration> => ({
   '0017_audit_by_address': auditByAddress,
   '0018_file_contents': fileContents(dialect),
   '0019_audit_by_user_name': auditByUserName,
+  '0020_commit_marks': commitMarks,
 });
 
 class StaticProvider implements MigrationProvider {

@@ -190,6 +190,13 @@ export interface UploadChunksTable {
   blob_key: string;
 }
 
+/** db/commit-marks.ts */
+export interface CommitMarksTable {
+  id: string;
+  /** ms since the epoch: marks older than a few minutes are cleared */
+  at: number;
+}
+
 export interface Database {
   users: UsersTable;
   revoked_tokens: RevokedTokensTable;
@@ -204,6 +211,7 @@ export interface Database {
   webhooks: WebhooksTable;
   uploads: UploadsTable;
   upload_chunks: UploadChunksTable;
+  commit_marks: CommitMarksTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

@@ -295,7 +295,7 @@ export class FileService {
 
   private async failed(req: UploadRequest, keys: string[], err: unknown): Promise<void> {
     // If this fails too, the intents stay and the reconciler finishes the job.
-    await this.writer.discard(keys).catch(() => {});
+    await this.writer.discard(keys, err).catch(() => {});
     await this.audit
       .record({
         event: 'upload.failed',

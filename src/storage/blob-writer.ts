@@ -15,6 +15,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { finished, type Readable } from 'node:stream';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/database.js';
+import { CommitUnknownError } from '../db/transaction.js';
 import { secureRandom } from '../security/keys.js';
 import type { BlobStore, StoredBlob } from './blob-store.js';
 import type { IntentStore } from './intent-store.js';
@@ -73,8 +74,13 @@ export class BlobWriter {
     return this.intents.remove(keys, trx);
   }
 
-  /** Removes written blobs whose rows will never exist: the blob first, then its intent. */
-  async discard(keys: string[]): Promise<void> {
+  /**
+   * Removes written blobs whose rows will never exist: the blob first, then its intent. After a
+   * commit whose outcome is unknown (CommitUnknownError) their rows may exist: nothing is removed,
+   * and the reconciler deletes, once the intents are stale, only the blobs no row owns.
+   */
+  async discard(keys: string[], failure?: unknown): Promise<void> {
+    if (failure instanceof CommitUnknownError) return;
     if (keys.length === 0) return;
     for (const k of keys) this.untrack(k);
     await Promise.all(keys.map((k) => this.store.delete(k)));

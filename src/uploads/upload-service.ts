@@ -187,7 +187,7 @@ export class UploadService {
         });
         if (!recorded) throw new AppError(409, 'the upload changed while this request was writing');
       } catch (err) {
-        await this.d.writer.discard([blob.key]).catch(() => {});
+        await this.d.writer.discard([blob.key], err).catch(() => {});
         throw err;
       }
       const after = (await this.d.store.byId(id))!;
