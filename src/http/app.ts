@@ -15,7 +15,12 @@ import Fastify, {
 import { AppError, type ErrorStatus, isOutOfSpace, outOfSpace, STATUS_TEXT } from '../errors.js';
 import { redactUrl } from '../logger.js';
 import type { Services } from '../services.js';
-import { limitBodyTime, limitConnectionsPerAddress, rawErrorResponse } from './connection-limits.js';
+import {
+  guardStreamingBodies,
+  limitBodyTime,
+  limitConnectionsPerAddress,
+  rawErrorResponse,
+} from './connection-limits.js';
 import { APIVER, errorEnvelope, oauthError } from './presenters.js';
 import { databaseRateLimitStore } from './rate-limit-store.js';
 import { authRoutes } from './routes/auth.js';
@@ -147,6 +152,7 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
   // default would end the connection before the upload is even stored.
   (app.server as typeof app.server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   limitConnectionsPerAddress(app.server, config.maxConnectionsPerAddress);
+  guardStreamingBodies(app);
   limitBodyTime(app, {
     idleMs: config.bodyTimeoutSeconds * 1000,
     smallBodyMs: config.smallBodySeconds * 1000,

@@ -7,12 +7,61 @@ import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { AppError, type ErrorStatus } from '../errors.js';
 import { errorEnvelope } from './presenters.js';
+import { discardRestOfBody } from './request-body.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** The route streams its body itself after authenticating (uploads): no whole-body deadline. */
-    streamingBody?: boolean;
+    /**
+     * The route streams its body itself after authenticating (uploads): no whole-body deadline.
+     * Only bodies of its types reach it (guardStreamingBodies).
+     */
+    streamingBody?: StreamingBody;
   }
+}
+
+export interface StreamingBody {
+  /** Media types (prefixes, lower case) of the bodies the route streams. */
+  types: readonly string[];
+  /** The answer to a body of any other type. */
+  refuse(): AppError;
+}
+
+/** The most a streaming route reads into memory of a body it does not stream (Fastify's default). */
+const MAX_BUFFERED_BODY = 1024 * 1024;
+
+/** Whether a request carries a body (a length other than 0, or chunked). */
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+/**
+ * On streaming routes (uploads), whose body limit is the file-size limit: a body of another type
+ * is refused before a byte is read. Fastify's parsers for it (JSON, text, forms) would read it
+ * whole into memory before authentication: 600 MB of text from anyone ended the process, as a
+ * string too long for V8. And an answer given before the body was read (a refusal, a failed
+ * sign-in) closes the connection once the rest of the body is discarded (discardRestOfBody), so
+ * a client cannot keep sending a body nobody wants.
+ */
+export function guardStreamingBodies(app: FastifyInstance): void {
+  app.addHook('preParsing', (request, _reply, payload, done) => {
+    const streaming = request.routeOptions.config?.streamingBody;
+    if (!streaming || !hasBody(request.raw)) return done(null, payload);
+    const type = (request.headers['content-type'] ?? '').toLowerCase();
+    if (streaming.types.some((t) => type.startsWith(t))) return done(null, payload);
+    // A small one is parsed as on any route (then authentication answers first, as it always
+    // did); a large or chunked one is refused unread.
+    const length = Number(request.headers['content-length'] ?? Number.NaN);
+    if (length <= MAX_BUFFERED_BODY) return done(null, payload);
+    done(streaming.refuse());
+  });
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (request.routeOptions.config?.streamingBody && hasBody(request.raw) && !request.raw.readableEnded) {
+      reply.header('Connection', 'close');
+      discardRestOfBody(request.raw);
+    }
+    done(null, payload);
+  });
 }
 
 /** A complete HTTP/1.1 error answer that closes the connection, for when Fastify cannot answer. */
@@ -52,11 +101,6 @@ interface WatchedBody {
   lastProgress: number;
   /** null: no whole-body deadline (streaming routes) */
   deadline: number | null;
-}
-
-function hasBody(req: IncomingMessage): boolean {
-  const length = req.headers['content-length'];
-  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
 /**

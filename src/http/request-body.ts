@@ -32,15 +32,24 @@ export function detachedBody(req: IncomingMessage): Readable {
 /** The client stopped sending before the body was complete. */
 export const bodyEndedEarly = () => new AppError(400, 'the request body ended before it was complete');
 
+/** How long the discarding may take before the connection is closed anyway (a trickling client). */
+const DRAIN_MS = 15_000;
+
+/** Requests whose rest of body is being discarded. */
+const draining = new WeakSet<IncomingMessage>();
+
 /**
  * A failed upload answers early, while the client is still sending. Until it has sent everything
- * it will not read the answer, so read and drop the rest; past DRAIN_LIMIT give up and close the
- * connection instead.
+ * it will not read the answer, so read and drop the rest; past DRAIN_LIMIT, or DRAIN_MS, give up
+ * and close the connection instead.
  */
 export function discardRestOfBody(req: IncomingMessage): void {
-  if (req.readableEnded || req.destroyed) return;
+  if (req.readableEnded || req.destroyed || draining.has(req)) return;
+  draining.add(req);
   req.unpipe();
   let left = DRAIN_LIMIT;
+  const deadline = setTimeout(() => req.destroy(), DRAIN_MS).unref();
+  req.on('close', () => clearTimeout(deadline));
   req.on('data', (chunk: Buffer) => {
     left -= chunk.length;
     if (left < 0) req.destroy();

@@ -102,13 +102,14 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   type BodyKind = 'multipart' | 'raw';
 
+  const notAnUploadBody = () =>
+    badRequest('body must be multipart/form-data or application/octet-stream (Content-Type or Content_type)');
+
   function bodyKind(request: FastifyRequest): BodyKind {
     if (request.isMultipart()) return 'multipart';
     if ((request.headers['content-type'] ?? '').toLowerCase().startsWith('application/octet-stream'))
       return 'raw';
-    throw badRequest(
-      'body must be multipart/form-data or application/octet-stream (Content-Type or Content_type)',
-    );
+    throw notAnUploadBody();
   }
 
   /**
@@ -173,7 +174,12 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
       preHandler: requireUser,
       bodyLimit: config.maxFileSize,
-      config: { streamingBody: true },
+      config: {
+        streamingBody: {
+          types: ['multipart/form-data', 'application/octet-stream'],
+          refuse: notAnUploadBody,
+        },
+      },
     },
     async (request) => {
       const uploader = currentUser(request);

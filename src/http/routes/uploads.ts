@@ -104,6 +104,11 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { uploads, config, tracking, notify } = app.services;
 
   app.addContentTypeParser(OFFSET_TYPE, (_request, _payload, done) => done(null, undefined));
+  // Upload bytes come only as OFFSET_TYPE (a creation request may carry the first ones).
+  const tusBody = {
+    types: [OFFSET_TYPE],
+    refuse: () => new AppError(415, `Content-Type must be ${OFFSET_TYPE}`),
+  };
 
   // Every answer carries the protocol version (OPTIONS included: harmless, and simpler).
   app.addHook('onSend', async (_request, reply, payload) => {
@@ -178,7 +183,7 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
       }),
       preHandler: guards,
       bodyLimit: config.maxFileSize,
-      config: { streamingBody: true },
+      config: { streamingBody: tusBody },
     },
     async (request, reply) => {
       const user = currentUser(request);
@@ -246,7 +251,7 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
       preHandler: guards,
       bodyLimit: config.maxFileSize,
-      config: { streamingBody: true },
+      config: { streamingBody: tusBody },
     },
     async (request, reply) => {
       if (!(header(request, 'content-type') ?? '').toLowerCase().startsWith(OFFSET_TYPE)) {
