@@ -519,3 +519,68 @@ describe('stalled downloads', () => {
     socket.destroy();
   });
 });
+
+describe('pipelined requests', () => {
+  let t: TestServer;
+  const auth = basic('piper', 'piper-password');
+  before(async () => {
+    t = await startTestServer();
+    await t.createUser('piper', 'piper-password');
+  });
+  after(() => closeAll(t));
+
+  const linkOf = async (size: number, file: string) => {
+    const up = await uploadRaw(t, auth, bytes(size), { file });
+    const url = new URL((up.body['files'] as FileEntry[])[0]!.linkURL);
+    return `${url.pathname}${url.search}`;
+  };
+
+  test('answered one after another, in order', async () => {
+    const target = await linkOf(3000, 'small.bin');
+    const socket = await rawConnect(t.origin);
+    const answer = readAnswer(socket, 10_000);
+    const get = httpHead('GET', target, hostOf(t), []);
+    socket.write(get + get + httpHead('GET', `${apiPath(t)}/nothing`, hostOf(t), ['Connection: close']));
+    const a = await answer;
+    const statuses = [
+      ...a.head.matchAll(/^HTTP\/1\.1 (\d{3})/gm),
+      ...a.body.matchAll(/HTTP\/1\.1 (\d{3})/g),
+    ].map((m) => m[1]);
+    assert.deepEqual(statuses, ['200', '200', '404']);
+  });
+
+  test('a client that pipelines many downloads and reads nothing holds one open file, not one per request', async () => {
+    const target = await linkOf(8 * 1024 * 1024, 'big.bin');
+    const blobs = path.join(t.dataDir, 'blobs');
+    const before = (await t.server.services.audit.query({ event: 'download' })).length;
+    const socket = await rawConnect(t.origin);
+    socket.pause(); // reads nothing
+    socket.on('error', () => {});
+    const get = httpHead('GET', target, hostOf(t), []);
+    socket.write(get.repeat(12));
+    await eventually(async () => descriptorsUnder(blobs).length >= 1);
+    // Run as they arrived, each queued one opened the file (and read its first megabytes).
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // One download in flight holds two descriptors on its file (the sendfile thread dups it).
+    assert.ok(descriptorsUnder(blobs).length <= 2, `${descriptorsUnder(blobs).length} open files`);
+    socket.destroy();
+    // Closed with the connection, without waiting for a garbage collection.
+    await eventually(async () => descriptorsUnder(blobs).length === 0);
+    // Only the download that began has an audit row, and its outcome is known.
+    await eventually(async () => {
+      const rows = (await t.server.services.audit.query({ event: 'download' })).slice(before);
+      return rows.length === 1 && !rows[0]!.detail!.includes('"outcome":"unknown"');
+    });
+  });
+
+  test('more than 16 requests waiting behind the first: the connection is closed', async () => {
+    const target = await linkOf(8 * 1024 * 1024, 'big2.bin');
+    const socket = await rawConnect(t.origin);
+    socket.pause();
+    socket.on('error', () => {});
+    const closed = new Promise((resolve) => socket.once('close', resolve));
+    socket.write(httpHead('GET', target, hostOf(t), []).repeat(40));
+    await closed;
+    assert.equal((await call(`${t.base}/nothing`)).status, 404, 'the server is still running');
+  });
+});

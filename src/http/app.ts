@@ -20,6 +20,7 @@ import {
   limitBodyTime,
   limitConnectionsPerAddress,
   rawErrorResponse,
+  serializePipelining,
 } from './connection-limits.js';
 import { APIVER, errorEnvelope, oauthError } from './presenters.js';
 import { databaseRateLimitStore } from './rate-limit-store.js';
@@ -153,6 +154,7 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
   (app.server as typeof app.server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   limitConnectionsPerAddress(app.server, config.maxConnectionsPerAddress);
   guardStreamingBodies(app);
+  serializePipelining(app);
   limitBodyTime(app, {
     idleMs: config.bodyTimeoutSeconds * 1000,
     smallBodyMs: config.smallBodySeconds * 1000,
