@@ -216,6 +216,41 @@ describe('SMS transports', () => {
   });
 });
 
+describe('recording a sent message', () => {
+  test('a database error after the send is tried again: recorded once, sent once, one audit row', async () => {
+    const hook = await HttpPeer.start();
+    const t = await startTestServer({
+      startWorkers: false,
+      env: { REMESSA_SMS_PROVIDER: 'webhook', REMESSA_SMS_URL: hook.url },
+    }).catch(closing(hook));
+    try {
+      const { notify, db, audit } = t.server.services;
+      // The first attempt at recording fails, as a dropped connection would (found by a review
+      // helper: the row stayed pending and the message went out again when the lease ended).
+      const store = (notify as unknown as { store: { updatePending: (...a: unknown[]) => Promise<boolean> } })
+        .store;
+      const original = store.updatePending.bind(store);
+      let failures = 1;
+      store.updatePending = async (...a: unknown[]) => {
+        if (failures-- > 0) throw new Error('connection terminated unexpectedly');
+        return original(...a);
+      };
+      await notify.enqueue(db, smsPin('+5511900000077'));
+      await notify.deliverDue();
+      assert.equal(hook.requests.length, 1);
+      assert.equal((await notify.list({ status: 'sent' })).length, 1);
+      assert.equal((await audit.query({ event: 'notify.sent' })).length, 1);
+      // A pass after the lease would have ended finds nothing to send.
+      t.clock.advance(10 * 60_000);
+      await notify.deliverDue();
+      assert.equal(hook.requests.length, 1);
+    } finally {
+      await t.close();
+      await hook.close();
+    }
+  });
+});
+
 describe('outbox', () => {
   test('enqueue inside a transaction commits or rolls back with the caller', async () => {
     const t = await startTestServer({ startWorkers: false });

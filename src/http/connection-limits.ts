@@ -196,7 +196,10 @@ export function serializePipelining(app: FastifyInstance): void {
     if (reply.raw.socket) return done();
     const socket = request.raw.socket;
     let queue = waiting.get(socket);
-    if (!queue) waiting.set(socket, (queue = new Set()));
+    if (!queue) {
+      queue = new Set();
+      waiting.set(socket, queue);
+    }
     if (queue.size >= MAX_PIPELINED) {
       socket.destroy();
       return;

@@ -99,6 +99,10 @@ const MASKS: Record<string, (value: string) => string> = {
 
 /** A claimed message belongs to its instance this long; a crashed instance's claim then lapses. */
 const LEASE_MS = 120_000;
+
+/** Recording a sent message is tried again after 0.5 s, 1 s, 2 s… up to this close to the lease's end. */
+const RECORD_RETRY_MS = 500;
+const RECORD_MARGIN_MS = 10_000;
 const BATCH = 50;
 const CONCURRENCY = 4;
 const MAX_BACKOFF_MS = 6 * 60 * 60 * 1000;
@@ -331,9 +335,35 @@ export class NotificationService {
       await this.fail(row, describeError(err), err instanceof PermanentFailure);
       return false;
     }
-    await this.finish(row, 'sent', 'notify.sent', { ...about, via: transport.name });
+    // Sent: recording it must not fail on a passing database error, or the message goes out again
+    // once the lease ends.
+    await this.recordSent(row, { ...about, via: transport.name });
     this.log.info({ ...about, via: transport.name }, 'notification sent');
     return true;
+  }
+
+  /**
+   * Records a message that went out, trying again (finish() is idempotent) until shortly before
+   * the lease ends, after which another pass or instance would send it again anyway.
+   */
+  private async recordSent(row: OutboxRow, detail: Record<string, unknown>): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.finish(row, 'sent', 'notify.sent', detail);
+        return;
+      } catch (err) {
+        const wait = Math.min(RECORD_RETRY_MS * 2 ** attempt, 10_000);
+        if (this.stopped || this.clock.now() + wait > row.claimed_until - RECORD_MARGIN_MS) {
+          this.log.error(
+            { err, ...detail },
+            'notification sent but not recorded: it may be sent again once its lease ends',
+          );
+          return;
+        }
+        this.log.warn({ err, ...detail }, 'notification sent; recording it failed, trying again');
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
   }
 
   /**
@@ -348,7 +378,8 @@ export class NotificationService {
   ): Promise<void> {
     const now = this.clock.now();
     await inTransaction(this.db, async (trx) => {
-      await this.store.update(
+      // Once only: a retry after a commit whose answer was lost finds the message done already.
+      const recorded = await this.store.updatePending(
         row.id,
         {
           status,
@@ -360,6 +391,7 @@ export class NotificationService {
         },
         trx,
       );
+      if (!recorded) return;
       await this.audit.record(
         {
           event,

@@ -36,6 +36,17 @@ export class OutboxStore {
     await db.updateTable('outbox').set(patch).where('id', '=', id).execute();
   }
 
+  /** Like update(), only while the message is pending; false when it was not (any more). */
+  async updatePending(id: number, patch: OutboxUpdate, db: Db = this.db): Promise<boolean> {
+    const r = await db
+      .updateTable('outbox')
+      .set(patch)
+      .where('id', '=', id)
+      .where('status', '=', 'pending')
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  }
+
   /** Ids of pending messages due by `now` and not under lease, oldest due first. */
   async due(now: number, limit: number): Promise<number[]> {
     const rows = await this.dueQuery.all([now, now, limit]);
