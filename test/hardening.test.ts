@@ -166,6 +166,35 @@ describe('bodies an upload route does not stream', () => {
     });
   }
 
+  test('a declared length past the file-size limit: 413 before the body is read', async () => {
+    const socket = await rawConnect(t.origin);
+    const answer = readAnswer(socket, 10_000);
+    socket.write(
+      httpHead('POST', `${apiPath(t)}/upload?file=x.bin`, hostOf(t), [
+        `Authorization: ${basic('bodies', 'bodies-password')}`,
+        'Content-Type: application/octet-stream',
+        `Content-Length: ${4 * 1024 * 1024 * 1024}`,
+      ]),
+    );
+    socket.write(Buffer.alloc(1024));
+    const a = await answer;
+    assert.equal(a.status, 413, a.head);
+    assertEnvelope(a.json, 413);
+  });
+
+  test('answered before its body came, then half-closed mid-body: one answer, not a second 400', async () => {
+    const a = await rawRequest(
+      t.origin,
+      httpHead('POST', `${apiPath(t)}/upload?file=x.bin`, hostOf(t), [
+        'Content-Type: application/octet-stream',
+        'Content-Length: 100000',
+      ]),
+      Buffer.alloc(1000),
+    );
+    assert.equal(a.status, 401, a.head);
+    assert.doesNotMatch(a.body, /HTTP\/1\.1/, 'a second answer followed the first');
+  });
+
   test('a small body of another type is still answered after authentication: 401 without credentials', async () => {
     const a = await rawRequest(
       t.origin,
@@ -252,6 +281,21 @@ describe('malformed multipart is a 400, not a 500', () => {
 });
 
 describe('odd paths', () => {
+  test('a path with a bad percent escape: a 400 envelope with the security headers, the URL not echoed (found by a probe)', async () => {
+    const t = await startTestServer();
+    try {
+      for (const target of [`${apiPath(t)}/%ff`, `${apiPath(t)}/download/file%ff?k=abc`]) {
+        const a = await rawRequest(t.origin, httpHead('GET', target, hostOf(t), ['Connection: close']));
+        assert.equal(a.status, 400, a.head);
+        assertEnvelope(a.json, 400);
+        assert.match(a.head, /^x-content-type-options: nosniff$/im);
+        assert.ok(!a.body.includes('%ff'), a.body);
+      }
+    } finally {
+      await t.close();
+    }
+  });
+
   test('a path the router reads as a pattern (/*a/b) is a 404 envelope, not a 500 (found by the fuzz suite)', async () => {
     const t = await startTestServer();
     try {

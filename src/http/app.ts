@@ -16,6 +16,7 @@ import { AppError, type ErrorStatus, isOutOfSpace, outOfSpace, STATUS_TEXT } fro
 import { redactUrl } from '../logger.js';
 import type { Services } from '../services.js';
 import {
+  answeredEarly,
   guardStreamingBodies,
   limitBodyTime,
   limitConnectionsPerAddress,
@@ -120,6 +121,14 @@ const DOCS_CSP = [
 
 export async function buildApp(services: Services, opts: AppOptions = {}): Promise<FastifyInstance> {
   const { config, log } = services;
+  const hsts = config.baseUrl.startsWith('https://');
+  const securityHeaders: Record<string, string> = {
+    ...(hsts ? { 'Strict-Transport-Security': 'max-age=31536000; includeSubDomains' } : {}),
+    'X-Content-Type-Options': 'nosniff',
+    'Referrer-Policy': 'no-referrer',
+    'X-Frame-Options': 'DENY',
+    'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'",
+  };
   const app = Fastify({
     loggerInstance: log as FastifyBaseLogger,
     trustProxy: config.trustProxy,
@@ -139,13 +148,34 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
         socket.destroy();
         return;
       }
-      const early = (err as NodeJS.ErrnoException).code === 'HPE_INVALID_EOF_STATE';
+      // This request was answered already, before its body was read (answeredEarly): a second
+      // answer would be taken by the client as that of its next request.
+      if (answeredEarly(socket)) {
+        socket.destroy();
+        return;
+      }
+      const code = (err as NodeJS.ErrnoException).code;
+      // Node's own time limits on a request's headers and whole request (docs/security.md).
+      if (code === 'ERR_HTTP_REQUEST_TIMEOUT' || code === 'ERR_HTTP_HEADERS_TIMEOUT') {
+        socket.end(rawErrorResponse(408, 'the request did not arrive in time'));
+        return;
+      }
+      const early = code === 'HPE_INVALID_EOF_STATE';
       socket.end(
         rawErrorResponse(
           400,
           early ? 'the request body ended before it was complete' : 'malformed HTTP request',
         ),
       );
+    },
+    // A path Fastify cannot decode (a bad percent escape): our envelope, not Fastify's own answer
+    // (which echoed the URL back, without the security headers).
+    frameworkErrors: (err, request, reply) => {
+      const status = err.code === 'FST_ERR_BAD_URL' ? 400 : 500;
+      if (status === 500) request.log.error({ err }, 'request failed');
+      // Answered before routing: the onSend hook that adds these does not run.
+      reply.headers(securityHeaders);
+      return sendError(request, reply, status, status === 400 ? 'malformed URL' : undefined);
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
@@ -159,7 +189,6 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
     idleMs: config.bodyTimeoutSeconds * 1000,
     smallBodyMs: config.smallBodySeconds * 1000,
   });
-  const hsts = config.baseUrl.startsWith('https://');
 
   app.decorate('services', services);
   app.decorateRequest('user', null);
@@ -207,20 +236,14 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
     done();
   });
 
-  const securityHeaders: Record<string, string> = {
-    ...(hsts ? { 'Strict-Transport-Security': 'max-age=31536000; includeSubDomains' } : {}),
-    'X-Content-Type-Options': 'nosniff',
-    'Referrer-Policy': 'no-referrer',
-    'X-Frame-Options': 'DENY',
-  };
   app.addHook('onSend', (request, reply, payload, done) => {
+    // A route's own Content-Security-Policy (the portal's) stays.
+    const csp = reply.getHeader('Content-Security-Policy');
     reply.headers(securityHeaders);
+    if (csp !== undefined) reply.header('Content-Security-Policy', csp);
     // HTTPS is known from the public base URL, or from a trusted proxy's X-Forwarded-Proto.
     if (!hsts && config.trustProxy && request.protocol === 'https')
       reply.header('Strict-Transport-Security', 'max-age=31536000; includeSubDomains');
-    if (!reply.hasHeader('Content-Security-Policy')) {
-      reply.header('Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'");
-    }
     done(null, payload);
   });
 

@@ -29,6 +29,9 @@ export interface StreamingBody {
 /** The most a streaming route reads into memory of a body it does not stream (Fastify's default). */
 const MAX_BUFFERED_BODY = 1024 * 1024;
 
+/** Room for a multipart body's boundaries and part headers around a file of the largest size. */
+const MULTIPART_FRAMING = 64 * 1024;
+
 /** Whether a request carries a body (a length other than 0, or chunked). */
 function hasBody(req: IncomingMessage): boolean {
   const length = req.headers['content-length'];
@@ -47,6 +50,12 @@ export function guardStreamingBodies(app: FastifyInstance): void {
   app.addHook('preParsing', (request, _reply, payload, done) => {
     const streaming = request.routeOptions.config?.streamingBody;
     if (!streaming || !hasBody(request.raw)) return done(null, payload);
+    // A declared length past the route's limit (the file-size limit, plus room for multipart
+    // framing) is refused before a byte is read, not once that many bytes have come.
+    const declared = Number(request.headers['content-length'] ?? 0);
+    const limit = request.routeOptions.bodyLimit;
+    if (declared > limit + MULTIPART_FRAMING)
+      return done(new AppError(413, `request body larger than the file size limit of ${limit} bytes`));
     const type = (request.headers['content-type'] ?? '').toLowerCase();
     if (streaming.types.some((t) => type.startsWith(t))) return done(null, payload);
     // A small one is parsed as on any route (then authentication answers first, as it always
@@ -58,10 +67,22 @@ export function guardStreamingBodies(app: FastifyInstance): void {
   app.addHook('onSend', (request, reply, payload, done) => {
     if (request.routeOptions.config?.streamingBody && hasBody(request.raw) && !request.raw.readableEnded) {
       reply.header('Connection', 'close');
+      early.add(request.raw.socket);
       discardRestOfBody(request.raw);
     }
     done(null, payload);
   });
+}
+
+/** Connections whose request was answered before its body had arrived (guardStreamingBodies). */
+const early = new WeakSet<Socket>();
+
+/**
+ * Whether the connection's request was answered before its body had arrived: a parse error after
+ * that (the client half-closing mid-body) must not get a second answer.
+ */
+export function answeredEarly(socket: Socket): boolean {
+  return early.has(socket);
 }
 
 /** A complete HTTP/1.1 error answer that closes the connection, for when Fastify cannot answer. */
