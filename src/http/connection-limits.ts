@@ -4,7 +4,7 @@
 // no per-peer limit at all.
 import type { IncomingMessage, Server } from 'node:http';
 import type { Socket } from 'node:net';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, onSendHookHandler, preParsingHookHandler } from 'fastify';
 import { AppError, type ErrorStatus } from '../errors.js';
 import { errorEnvelope } from './presenters.js';
 import { discardRestOfBody } from './request-body.js';
@@ -47,7 +47,7 @@ function hasBody(req: IncomingMessage): boolean {
  * a client cannot keep sending a body nobody wants.
  */
 export function guardStreamingBodies(app: FastifyInstance): void {
-  app.addHook('preParsing', (request, _reply, payload, done) => {
+  const preParsing: preParsingHookHandler = (request, _reply, payload, done) => {
     const streaming = request.routeOptions.config?.streamingBody;
     if (!streaming || !hasBody(request.raw)) return done(null, payload);
     // A declared length past the route's limit (the file-size limit, plus room for multipart
@@ -63,16 +63,25 @@ export function guardStreamingBodies(app: FastifyInstance): void {
     const length = Number(request.headers['content-length'] ?? Number.NaN);
     if (length <= MAX_BUFFERED_BODY) return done(null, payload);
     done(streaming.refuse());
-  });
-  app.addHook('onSend', (request, reply, payload, done) => {
-    if (request.routeOptions.config?.streamingBody && hasBody(request.raw) && !request.raw.readableEnded) {
+  };
+  const onSend: onSendHookHandler = (request, reply, payload, done) => {
+    if (hasBody(request.raw) && !request.raw.readableEnded) {
       reply.header('Connection', 'close');
       early.add(request.raw.socket);
       discardRestOfBody(request.raw);
     }
     done(null, payload);
+  };
+  // On the streaming routes only: every other request (a small download) skips both.
+  app.addHook('onRoute', (route) => {
+    if (!route.config?.streamingBody) return;
+    route.preParsing = [...asArray(route.preParsing), preParsing];
+    route.onSend = [...asArray(route.onSend), onSend];
   });
 }
+
+const asArray = <T>(value: T | T[] | undefined): T[] =>
+  value === undefined ? [] : Array.isArray(value) ? value : [value];
 
 /** Connections whose request was answered before its body had arrived (guardStreamingBodies). */
 const early = new WeakSet<Socket>();
