@@ -12,7 +12,7 @@ import { describe, test } from 'node:test';
 import SQLite from 'better-sqlite3';
 import { type OpenDatabase, openDatabase } from '../src/db/database.js';
 import { CommitUnknownError } from '../src/db/transaction.js';
-import { CommitCutProxy } from './helpers/commit-cut.js';
+import { CommitCutProxy, type CutMode } from './helpers/commit-cut.js';
 import { bytes, type FileEntry, footprint, listArea, uploadRaw } from './helpers/files.js';
 import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
 import { basic, startTestServer } from './helpers/server.js';
@@ -57,41 +57,29 @@ async function throughProxy(fn: (url: string, proxy: CommitCutProxy) => Promise<
 }
 
 describe('PostgreSQL: a COMMIT whose answer was lost', { skip: available ? false : PG_SKIP }, () => {
-  test('a batch that committed: every unit answered with its result, each row once', async () => {
-    await throughProxy(async (url, proxy) => {
-      const database = await openDatabase({ dataDir: '/nonexistent', databaseUrl: url });
-      try {
-        proxy.arm('after-commit', /landed-/);
-        const results = await Promise.all(units(database, 'landed', 5));
-        assert.equal(proxy.cuts, 1);
-        assert.deepEqual(results, [0, 1, 2, 3, 4]);
-        assert.deepEqual(
-          (await rowsTagged(database, 'landed')).sort(),
-          [0, 1, 2, 3, 4].map((i) => `landed-${i}`),
-        );
-      } finally {
-        await database.close();
-      }
+  const batches: [CutMode, string, string][] = [
+    ['after-commit', 'landed', 'a batch that committed: every unit answered with its result, each row once'],
+    ['before-commit', 'lost', 'a batch that did not commit: its units run again, each row once'],
+  ];
+  for (const [mode, tag, name] of batches) {
+    test(name, async () => {
+      await throughProxy(async (url, proxy) => {
+        const database = await openDatabase({ dataDir: '/nonexistent', databaseUrl: url });
+        try {
+          proxy.arm(mode, new RegExp(`${tag}-`));
+          const results = await Promise.all(units(database, tag, 5));
+          assert.equal(proxy.cuts, 1);
+          assert.deepEqual(results, [0, 1, 2, 3, 4]);
+          assert.deepEqual(
+            (await rowsTagged(database, tag)).sort(),
+            [0, 1, 2, 3, 4].map((i) => `${tag}-${i}`),
+          );
+        } finally {
+          await database.close();
+        }
+      });
     });
-  });
-
-  test('a batch that did not commit: its units run again, each row once', async () => {
-    await throughProxy(async (url, proxy) => {
-      const database = await openDatabase({ dataDir: '/nonexistent', databaseUrl: url });
-      try {
-        proxy.arm('before-commit', /lost-/);
-        const results = await Promise.all(units(database, 'lost', 5));
-        assert.equal(proxy.cuts, 1);
-        assert.deepEqual(results, [0, 1, 2, 3, 4]);
-        assert.deepEqual(
-          (await rowsTagged(database, 'lost')).sort(),
-          [0, 1, 2, 3, 4].map((i) => `lost-${i}`),
-        );
-      } finally {
-        await database.close();
-      }
-    });
-  });
+  }
 
   test('an upload whose commit landed is answered 200, stored once, with its contents', async () => {
     await throughProxy(async (url, proxy) => {

@@ -44,6 +44,16 @@ async function outboxRow(t: TestServer, id: number) {
   return t.server.services.db.selectFrom('outbox').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 }
 
+/** A server (workers off) whose SMS go to a webhook peer, and that peer. */
+async function smsWebhookServer() {
+  const hook = await HttpPeer.start();
+  const t = await startTestServer({
+    startWorkers: false,
+    env: { REMESSA_SMS_PROVIDER: 'webhook', REMESSA_SMS_URL: hook.url },
+  }).catch(closing(hook));
+  return { hook, t };
+}
+
 describe('templates', () => {
   test('every kind renders in pt, en and es, for e-mail and SMS, with nothing left unfilled', async () => {
     const templates = new Templates(null);
@@ -192,11 +202,7 @@ describe('SMS transports', () => {
   });
 
   test('lease: two delivery passes at once send each message exactly once', async () => {
-    const hook = await HttpPeer.start();
-    const t = await startTestServer({
-      startWorkers: false,
-      env: { REMESSA_SMS_PROVIDER: 'webhook', REMESSA_SMS_URL: hook.url },
-    }).catch(closing(hook));
+    const { hook, t } = await smsWebhookServer();
     try {
       const { notify, db } = t.server.services;
       for (let i = 0; i < 10; i++)
@@ -218,11 +224,7 @@ describe('SMS transports', () => {
 
 describe('recording a sent message', () => {
   test('a database error after the send is tried again: recorded once, sent once, one audit row', async () => {
-    const hook = await HttpPeer.start();
-    const t = await startTestServer({
-      startWorkers: false,
-      env: { REMESSA_SMS_PROVIDER: 'webhook', REMESSA_SMS_URL: hook.url },
-    }).catch(closing(hook));
+    const { hook, t } = await smsWebhookServer();
     try {
       const { notify, db, audit } = t.server.services;
       // The first attempt at recording fails, as a dropped connection would (found by a review
