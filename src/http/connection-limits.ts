@@ -29,9 +29,6 @@ export interface StreamingBody {
 /** The most a streaming route reads into memory of a body it does not stream (Fastify's default). */
 const MAX_BUFFERED_BODY = 1024 * 1024;
 
-/** Room for a multipart body's boundaries and part headers around a file of the largest size. */
-const MULTIPART_FRAMING = 64 * 1024;
-
 /** Whether a request carries a body (a length other than 0, or chunked). */
 function hasBody(req: IncomingMessage): boolean {
   const length = req.headers['content-length'];
@@ -50,12 +47,6 @@ export function guardStreamingBodies(app: FastifyInstance): void {
   const preParsing: preParsingHookHandler = (request, _reply, payload, done) => {
     const streaming = request.routeOptions.config?.streamingBody;
     if (!streaming || !hasBody(request.raw)) return done(null, payload);
-    // A declared length past the route's limit (the file-size limit, plus room for multipart
-    // framing) is refused before a byte is read, not once that many bytes have come.
-    const declared = Number(request.headers['content-length'] ?? 0);
-    const limit = request.routeOptions.bodyLimit;
-    if (declared > limit + MULTIPART_FRAMING)
-      return done(new AppError(413, `request body larger than the file size limit of ${limit} bytes`));
     const type = (request.headers['content-type'] ?? '').toLowerCase();
     if (streaming.types.some((t) => type.startsWith(t))) return done(null, payload);
     // A small one is parsed as on any route (then authentication answers first, as it always
