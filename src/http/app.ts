@@ -127,8 +127,9 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
     'X-Content-Type-Options': 'nosniff',
     'Referrer-Policy': 'no-referrer',
     'X-Frame-Options': 'DENY',
-    'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'",
   };
+  /** For answers whose route set no Content-Security-Policy of its own (the portal's pages do). */
+  const defaultCsp = "default-src 'none'; frame-ancestors 'none'";
   const app = Fastify({
     loggerInstance: log as FastifyBaseLogger,
     trustProxy: config.trustProxy,
@@ -175,6 +176,7 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
       if (status === 500) request.log.error({ err }, 'request failed');
       // Answered before routing: the onSend hook that adds these does not run.
       reply.headers(securityHeaders);
+      reply.header('Content-Security-Policy', defaultCsp);
       return sendError(request, reply, status, status === 400 ? 'malformed URL' : undefined);
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
@@ -237,13 +239,11 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
   });
 
   app.addHook('onSend', (request, reply, payload, done) => {
-    // A route's own Content-Security-Policy (the portal's) stays.
-    const csp = reply.getHeader('Content-Security-Policy');
     reply.headers(securityHeaders);
-    if (csp !== undefined) reply.header('Content-Security-Policy', csp);
     // HTTPS is known from the public base URL, or from a trusted proxy's X-Forwarded-Proto.
     if (!hsts && config.trustProxy && request.protocol === 'https')
       reply.header('Strict-Transport-Security', 'max-age=31536000; includeSubDomains');
+    if (!reply.hasHeader('Content-Security-Policy')) reply.header('Content-Security-Policy', defaultCsp);
     done(null, payload);
   });
 

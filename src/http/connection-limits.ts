@@ -44,17 +44,18 @@ function hasBody(req: IncomingMessage): boolean {
  * a client cannot keep sending a body nobody wants.
  */
 export function guardStreamingBodies(app: FastifyInstance): void {
-  const preParsing: preParsingHookHandler = (request, _reply, payload, done) => {
-    const streaming = request.routeOptions.config?.streamingBody;
-    if (!streaming || !hasBody(request.raw)) return done(null, payload);
-    const type = (request.headers['content-type'] ?? '').toLowerCase();
-    if (streaming.types.some((t) => type.startsWith(t))) return done(null, payload);
-    // A small one is parsed as on any route (then authentication answers first, as it always
-    // did); a large or chunked one is refused unread.
-    const length = Number(request.headers['content-length'] ?? Number.NaN);
-    if (length <= MAX_BUFFERED_BODY) return done(null, payload);
-    done(streaming.refuse());
-  };
+  const preParsing =
+    (streaming: StreamingBody): preParsingHookHandler =>
+    (request, _reply, payload, done) => {
+      if (!hasBody(request.raw)) return done(null, payload);
+      const type = (request.headers['content-type'] ?? '').toLowerCase();
+      if (streaming.types.some((t) => type.startsWith(t))) return done(null, payload);
+      // A small one is parsed as on any route (then authentication answers first, as it always
+      // did); a large or chunked one is refused unread.
+      const length = Number(request.headers['content-length'] ?? Number.NaN);
+      if (length <= MAX_BUFFERED_BODY) return done(null, payload);
+      done(streaming.refuse());
+    };
   const onSend: onSendHookHandler = (request, reply, payload, done) => {
     if (hasBody(request.raw) && !request.raw.readableEnded) {
       reply.header('Connection', 'close');
@@ -65,8 +66,9 @@ export function guardStreamingBodies(app: FastifyInstance): void {
   };
   // On the streaming routes only: every other request (a small download) skips both.
   app.addHook('onRoute', (route) => {
-    if (!route.config?.streamingBody) return;
-    route.preParsing = [...asArray(route.preParsing), preParsing];
+    const streaming = route.config?.streamingBody;
+    if (!streaming) return;
+    route.preParsing = [...asArray(route.preParsing), preParsing(streaming)];
     route.onSend = [...asArray(route.onSend), onSend];
   });
 }
@@ -211,25 +213,21 @@ const MAX_PIPELINED = 16;
  * MAX_PIPELINED waiting, the connection is closed.
  */
 export function serializePipelining(app: FastifyInstance): void {
-  const waiting = new WeakMap<Socket, Set<() => void>>();
+  /** Requests of each connection waiting for their turn. */
+  const waiting = new WeakMap<Socket, number>();
   app.addHook('onRequest', (request, reply, done) => {
     // Its turn already: the response has the socket (the usual case, one request at a time).
     if (reply.raw.socket) return done();
     const socket = request.raw.socket;
-    let queue = waiting.get(socket);
-    if (!queue) {
-      queue = new Set();
-      waiting.set(socket, queue);
-    }
-    if (queue.size >= MAX_PIPELINED) {
+    const queued = waiting.get(socket) ?? 0;
+    if (queued >= MAX_PIPELINED) {
       socket.destroy();
       return;
     }
-    const turn = () => {
-      queue.delete(turn);
+    waiting.set(socket, queued + 1);
+    reply.raw.once('socket', () => {
+      waiting.set(socket, (waiting.get(socket) ?? 1) - 1);
       done();
-    };
-    queue.add(turn);
-    reply.raw.once('socket', turn);
+    });
   });
 }
