@@ -239,12 +239,13 @@ describe('recipients and secure links', () => {
     const part = await download(anaK, pin, { Range: `bytes=1000-` });
     assert.equal(part.status, 206);
     assert.deepEqual(Buffer.from(await part.arrayBuffer()), bytes.subarray(1000));
-    const smsOk = await download(smsK, smsPin);
-    assert.deepEqual(Buffer.from(await smsOk.arrayBuffer()), bytes);
-
     // Sender confirmation (REMESSA_NOTIFY_SENDER=true): one per recipient link's first download.
+    // Ana's is taken before the other download: it is queued once her download's outcome is
+    // written, after the response, and under load that came after the next download's.
     const c1 = await mail.take('uploader@example.com');
     assert.equal(c1.subject, 'Remessa: ana@example.com downloaded report.bin');
+    const smsOk = await download(smsK, smsPin);
+    assert.deepEqual(Buffer.from(await smsOk.arrayBuffer()), bytes);
     const c2 = await mail.take('uploader@example.com');
     assert.equal(c2.subject, 'Remessa: +5511999990000 downloaded report.bin');
   });
