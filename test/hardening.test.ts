@@ -601,6 +601,61 @@ describe('pipelined requests', () => {
     });
   });
 
+  /** Splits what came back on one connection into its answers: [status, body] each. */
+  const answersIn = (text: string): [number, string][] =>
+    text
+      .split(/(?=HTTP\/1\.1 \d{3} )/)
+      .filter((part) => part.startsWith('HTTP/1.1'))
+      .map((part) => {
+        const split = part.indexOf('\r\n\r\n');
+        return [Number(part.slice(9, 12)), part.slice(split + 4)];
+      });
+
+  test('an upload followed by a malformed request: the upload gets its own answer, then the 400', async () => {
+    const socket = await rawConnect(t.origin);
+    const answer = readAnswer(socket, 10_000);
+    const body = bytes(5000);
+    socket.write(
+      httpHead('POST', `${apiPath(t)}/upload?file=piped.bin`, hostOf(t), [
+        `Authorization: ${auth}`,
+        'Content-Type: application/octet-stream',
+        `Content-Length: ${body.length}`,
+      ]),
+    );
+    socket.write(Buffer.concat([body, Buffer.from('NOT HTTP AT ALL\r\n\r\n')]));
+    const answers = answersIn((await answer).head + '\r\n\r\n' + (await answer).body);
+    assert.deepEqual(
+      answers.map(([status]) => status),
+      [200, 400],
+    );
+    const [, uploaded] = answers[0]!;
+    const files = JSON.parse(uploaded)['files'] as FileEntry[];
+    assert.equal(files[0]!.name, 'piped.bin');
+    assertEnvelope(JSON.parse(answers[1]![1]), 400);
+  });
+
+  test('a download followed by a malformed request: the whole file, then the 400', async () => {
+    const size = 4 * 1024 * 1024;
+    const target = await linkOf(size, 'whole.bin');
+    const socket = await rawConnect(t.origin);
+    socket.setNoDelay(true);
+    const chunks: Buffer[] = [];
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    const closed = new Promise((resolve) => socket.once('close', resolve));
+    socket.on('error', () => {});
+    socket.write(httpHead('GET', target, hostOf(t), []) + 'NOT HTTP AT ALL\r\n\r\n');
+    await closed;
+    const all = Buffer.concat(chunks);
+    const split = all.indexOf('\r\n\r\n');
+    assert.match(all.subarray(0, split).toString('latin1'), /^HTTP\/1\.1 200 /);
+    const rest = all.subarray(split + 4 + size).toString('latin1');
+    assert.deepEqual(
+      answersIn(rest).map(([status]) => status),
+      [400],
+      `after ${all.length - split - 4} body bytes: ${rest.slice(0, 200)}`,
+    );
+  });
+
   test('more than 16 requests waiting behind the first: the connection is closed', async () => {
     const target = await linkOf(8 * 1024 * 1024, 'big2.bin');
     const socket = await rawConnect(t.origin);

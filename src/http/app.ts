@@ -16,11 +16,10 @@ import { AppError, type ErrorStatus, isOutOfSpace, outOfSpace, STATUS_TEXT } fro
 import { redactUrl } from '../logger.js';
 import type { Services } from '../services.js';
 import {
-  answeredEarly,
+  answerClientError,
   guardStreamingBodies,
   limitBodyTime,
   limitConnectionsPerAddress,
-  rawErrorResponse,
   serializePipelining,
 } from './connection-limits.js';
 import { APIVER, errorEnvelope, oauthError } from './presenters.js';
@@ -138,37 +137,9 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
-    // Requests Node cannot even parse (bad header, raw non-ASCII in the URL) still get an envelope.
-    clientErrorHandler: (err, socket) => {
-      if (!socket.writable) return;
-      // A bad pipelined request while a response is still going out: writing a 400 now would put
-      // it in the middle of that body (sendfile writes behind Node's back). Cut the connection.
-      if (
-        (socket as typeof socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent
-      ) {
-        socket.destroy();
-        return;
-      }
-      // This request was answered already, before its body was read (answeredEarly): a second
-      // answer would be taken by the client as that of its next request.
-      if (answeredEarly(socket)) {
-        socket.destroy();
-        return;
-      }
-      const code = (err as NodeJS.ErrnoException).code;
-      // Node's own time limits on a request's headers and whole request (docs/security.md).
-      if (code === 'ERR_HTTP_REQUEST_TIMEOUT' || code === 'ERR_HTTP_HEADERS_TIMEOUT') {
-        socket.end(rawErrorResponse(408, 'the request did not arrive in time'));
-        return;
-      }
-      const early = code === 'HPE_INVALID_EOF_STATE';
-      socket.end(
-        rawErrorResponse(
-          400,
-          early ? 'the request body ended before it was complete' : 'malformed HTTP request',
-        ),
-      );
-    },
+    // Requests Node cannot even parse (bad header, raw non-ASCII in the URL) still get an envelope,
+    // after the answers to the requests before them on the connection.
+    clientErrorHandler: answerClientError,
     // A path Fastify cannot decode (a bad percent escape): our envelope, not Fastify's own answer
     // (which echoed the URL back, without the security headers).
     frameworkErrors: (err, request, reply) => {

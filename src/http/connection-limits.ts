@@ -2,7 +2,7 @@
 // request bodies, and a cap on the connections one peer address may hold. Node bounds the header
 // phase itself (headersTimeout) but has no body timeout that would not also cut long uploads, and
 // no per-peer limit at all.
-import type { IncomingMessage, Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance, onSendHookHandler, preParsingHookHandler } from 'fastify';
 import { AppError, type ErrorStatus } from '../errors.js';
@@ -79,12 +79,57 @@ const asArray = <T>(value: T | T[] | undefined): T[] =>
 /** Connections whose request was answered before its body had arrived (guardStreamingBodies). */
 const early = new WeakSet<Socket>();
 
+/** Connections whose parse error is being answered (Node reports it again on every later byte). */
+const failing = new WeakSet<Socket>();
+
+/** How long a parse error's answer waits for the responses still going out before it. */
+const IN_FLIGHT_WAIT_MS = 60_000;
+
+type SocketWithResponse = Socket & { _httpMessage?: ServerResponse | null };
+
 /**
- * Whether the connection's request was answered before its body had arrived: a parse error after
- * that (the client half-closing mid-body) must not get a second answer.
+ * Answers a request Node could not parse (Fastify's clientErrorHandler): a 400 envelope (408 for
+ * Node's own time limits), then the connection is closed. A bad request pipelined behind good
+ * ones waits for their answers first: writing at once would put the 400 where the client expects
+ * an earlier request's answer (or in the middle of its body), and an upload already stored would
+ * lose its 200.
  */
-export function answeredEarly(socket: Socket): boolean {
-  return early.has(socket);
+export function answerClientError(err: Error, socket: Socket): void {
+  if (failing.has(socket)) return;
+  failing.add(socket);
+  if (!socket.writable) return;
+  // This request was answered already, before its body was read: a second answer would be taken
+  // by the client as that of its next request.
+  if (early.has(socket)) {
+    socket.destroy();
+    return;
+  }
+  const code = (err as NodeJS.ErrnoException).code;
+  // Node's own time limits on a request's headers and whole request (docs/security.md).
+  const answer =
+    code === 'ERR_HTTP_REQUEST_TIMEOUT' || code === 'ERR_HTTP_HEADERS_TIMEOUT'
+      ? rawErrorResponse(408, 'the request did not arrive in time')
+      : rawErrorResponse(
+          400,
+          code === 'HPE_INVALID_EOF_STATE'
+            ? 'the request body ended before it was complete'
+            : 'malformed HTTP request',
+        );
+  const giveUp = setTimeout(() => socket.destroy(), IN_FLIGHT_WAIT_MS);
+  giveUp.unref();
+  socket.once('close', () => clearTimeout(giveUp));
+  const answerAfterInFlight = () => {
+    // Node hands the socket to the next pipelined response when one finishes.
+    const inFlight = (socket as SocketWithResponse)._httpMessage;
+    // A body cut short (a half-close mid-body) is the in-flight request's own error: answer now.
+    if (!inFlight || inFlight.writableFinished || !inFlight.req.complete) {
+      clearTimeout(giveUp);
+      if (socket.writable) socket.end(answer);
+      return;
+    }
+    inFlight.once('finish', answerAfterInFlight);
+  };
+  answerAfterInFlight();
 }
 
 /** A complete HTTP/1.1 error answer that closes the connection, for when Fastify cannot answer. */
