@@ -15,6 +15,7 @@ export type ErrorStatus =
   | 413
   | 415
   | 416
+  | 417
   | 423
   | 429
   | 460
@@ -34,6 +35,7 @@ export const STATUS_TEXT: Record<ErrorStatus, string> = {
   413: 'Payload Too Large',
   415: 'Unsupported Media Type',
   416: 'Range Not Satisfiable',
+  417: 'Expectation Failed',
   423: 'Locked',
   429: 'Too Many Requests',
   460: 'Checksum Mismatch',

@@ -37,6 +37,55 @@ describe('curl as the client', { skip: curlAvailable ? false : CURL_SKIP }, () =
     await closeAll(t, () => rm(dir, { recursive: true, force: true }));
   });
 
+  test('a wrong password with Expect: 100-continue is refused before the body is sent', async () => {
+    const source = path.join(dir, 'unsent.bin');
+    await writeFile(source, bytes(8 * 1024 * 1024));
+    // curl waits up to --expect100-timeout for the 100 before it sends the body anyway.
+    const { stdout } = await run('curl', [
+      '-sS',
+      '-o',
+      '/dev/null',
+      '-w',
+      '%{http_code} %{size_upload}',
+      '--expect100-timeout',
+      '20',
+      '-H',
+      'Expect: 100-continue',
+      '-H',
+      'Content-Type: application/octet-stream',
+      '-u',
+      'sender:wrong-password',
+      '-T',
+      source,
+      '-X',
+      'POST',
+      `${t.base}/upload?file=unsent.bin`,
+    ]);
+    assert.equal(stdout, '401 0');
+    // The right password: the 100 comes once the credentials are checked, and the body follows.
+    const ok = await run('curl', [
+      '-sS',
+      '-o',
+      '/dev/null',
+      '-w',
+      '%{http_code} %{size_upload}',
+      '--expect100-timeout',
+      '20',
+      '-H',
+      'Expect: 100-continue',
+      '-H',
+      'Content-Type: application/octet-stream',
+      '-u',
+      'sender:sender-password',
+      '-T',
+      source,
+      '-X',
+      'POST',
+      `${t.base}/upload?file=sent.bin`,
+    ]);
+    assert.equal(ok.stdout, `200 ${8 * 1024 * 1024}`);
+  });
+
   test('Bearer upload to another area, list, download and resume byte-identical', async () => {
     const token = JSON.parse(
       await curl(

@@ -280,6 +280,34 @@ describe('odd paths', () => {
     }
   });
 
+  test('an Expect the server does not know: a 417 envelope; no Host on HTTP/1.1: a 400 envelope', async () => {
+    const t = await startTestServer();
+    try {
+      const expect = await rawRequest(
+        t.origin,
+        httpHead('GET', `${apiPath(t)}/download/list?page=1`, hostOf(t), [
+          'Expect: teapot',
+          'Connection: close',
+        ]),
+      );
+      assert.equal(expect.status, 417, expect.head);
+      assertEnvelope(expect.json, 417);
+      assert.match(expect.head, /^x-content-type-options: nosniff$/im);
+      const noHost = await rawRequest(
+        t.origin,
+        `GET ${apiPath(t)}/download/list?page=1 HTTP/1.1\r\nConnection: close\r\n\r\n`,
+      );
+      assert.equal(noHost.status, 400, noHost.head);
+      assertEnvelope(noHost.json, 400);
+      assert.match(noHost.head, /^x-content-type-options: nosniff$/im);
+      // HTTP/1.0 has no Host requirement: it reaches the route (a 401 for want of credentials).
+      const old = await rawRequest(t.origin, `GET ${apiPath(t)}/download/list?page=1 HTTP/1.0\r\n\r\n`);
+      assert.equal(old.status, 401, old.head);
+    } finally {
+      await t.close();
+    }
+  });
+
   test('a path the router reads as a pattern (/*a/b) is a 404 envelope, not a 500 (found by the fuzz suite)', async () => {
     const t = await startTestServer();
     try {

@@ -17,6 +17,7 @@ import { redactUrl } from '../logger.js';
 import type { Services } from '../services.js';
 import {
   answerClientError,
+  checkRequestHead,
   guardStreamingBodies,
   limitBodyTime,
   limitConnectionsPerAddress,
@@ -136,6 +137,8 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
     // Fastify's own per-request lines would log raw URLs; ours (onResponse below) redacts them.
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
+    // Answered with our envelope instead (checkRequestHead).
+    http: { requireHostHeader: false },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     // Requests Node cannot even parse (bad header, raw non-ASCII in the URL) still get an envelope,
     // after the answers to the requests before them on the connection.
@@ -156,6 +159,7 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
   // default would end the connection before the upload is even stored.
   (app.server as typeof app.server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   limitConnectionsPerAddress(app.server, config.maxConnectionsPerAddress);
+  checkRequestHead(app);
   guardStreamingBodies(app);
   serializePipelining(app);
   limitBodyTime(app, {

@@ -4,7 +4,14 @@
 // no per-peer limit at all.
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { FastifyInstance, onSendHookHandler, preParsingHookHandler } from 'fastify';
+import type {
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  HookHandlerDoneFunction,
+  onSendHookHandler,
+  preParsingHookHandler,
+} from 'fastify';
 import { AppError, type ErrorStatus } from '../errors.js';
 import { errorEnvelope } from './presenters.js';
 import { discardRestOfBody } from './request-body.js';
@@ -35,6 +42,12 @@ function hasBody(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
+/** Whether the request's body is of a type the route streams. */
+function streamed(streaming: StreamingBody, req: IncomingMessage): boolean {
+  const type = (req.headers['content-type'] ?? '').toLowerCase();
+  return streaming.types.some((t) => type.startsWith(t));
+}
+
 /**
  * On streaming routes (uploads), whose body limit is the file-size limit: a body of another type
  * is refused before a byte is read. Fastify's parsers for it (JSON, text, forms) would read it
@@ -48,8 +61,7 @@ export function guardStreamingBodies(app: FastifyInstance): void {
     (streaming: StreamingBody): preParsingHookHandler =>
     (request, _reply, payload, done) => {
       if (!hasBody(request.raw)) return done(null, payload);
-      const type = (request.headers['content-type'] ?? '').toLowerCase();
-      if (streaming.types.some((t) => type.startsWith(t))) return done(null, payload);
+      if (streamed(streaming, request.raw)) return done(null, payload);
       // A small one is parsed as on any route (then authentication answers first, as it always
       // did); a large or chunked one is refused unread.
       const length = Number(request.headers['content-length'] ?? Number.NaN);
@@ -70,6 +82,73 @@ export function guardStreamingBodies(app: FastifyInstance): void {
     if (!streaming) return;
     route.preParsing = [...asArray(route.preParsing), preParsing(streaming)];
     route.onSend = [...asArray(route.onSend), onSend];
+  });
+}
+
+/** Answers whose request expects a `100 Continue` that has not been written yet. */
+const awaitingContinue = new WeakSet<ServerResponse>();
+
+/** Writes the `100 Continue` a request expects, if it does and it was not written yet. */
+function sendContinue(res: ServerResponse): void {
+  if (!awaitingContinue.delete(res) || res.headersSent) return;
+  res.writeContinue();
+}
+
+/**
+ * The request head's own rules (RFC 9110 §10.1.1, RFC 9112 §3.2), answered with our envelope
+ * where Node answers bare:
+ * - `Expect: 100-continue`: Node writes the 100 as soon as the head is parsed, so a client with a
+ *   wrong password sent its whole upload to be refused. The 100 is written when the body is about
+ *   to be read: on a streaming route after its preHandlers (authentication), elsewhere before
+ *   Fastify's parser. An answer without it closes the connection (Node), so the body never comes.
+ * - any other expectation: 417;
+ * - an HTTP/1.1 request without Host: 400.
+ */
+export function checkRequestHead(app: FastifyInstance): void {
+  const server = app.server;
+  const unmet = new WeakSet<IncomingMessage>();
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    awaitingContinue.add(res);
+    server.emit('request', req, res);
+  });
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    unmet.add(req);
+    server.emit('request', req, res);
+  });
+  app.addHook('onRequest', (request, _reply, done) => {
+    const raw = request.raw;
+    if (raw.headers.host === undefined && raw.httpVersion === '1.1')
+      return done(new AppError(400, 'the Host header is missing'));
+    if (unmet.has(raw)) return done(new AppError(417, 'the only expectation understood is 100-continue'));
+    done();
+  });
+  const beforeParsing: preParsingHookHandler = (_request, reply, payload, done) => {
+    sendContinue(reply.raw);
+    done(null, payload);
+  };
+  app.addHook('onRoute', (route) => {
+    const methods = asArray(route.method);
+    if (methods.every((m) => m === 'GET' || m === 'HEAD')) return;
+    const streaming = route.config?.streamingBody;
+    if (!streaming) {
+      route.preParsing = [beforeParsing, ...asArray(route.preParsing)];
+      return;
+    }
+    // A body of a type the route does not stream is parsed before authentication, as elsewhere.
+    route.preParsing = [
+      (request, reply, payload, done) => {
+        if (!streamed(streaming, request.raw)) sendContinue(reply.raw);
+        done(null, payload);
+      },
+      ...asArray(route.preParsing),
+    ];
+    route.preHandler = [
+      ...asArray(route.preHandler),
+      (_request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
+        sendContinue(reply.raw);
+        done();
+      },
+    ];
   });
 }
 
