@@ -222,6 +222,79 @@ describe('SMS transports', () => {
   });
 });
 
+describe('a send that outlasts its lease', () => {
+  // Found by a review helper: an SMTP server answering each command after 28 s made one send last
+  // ~140 s; at 120 s another instance took the message and sent it again.
+  const lease = 120_000;
+
+  test('the lease is renewed while the message is being sent: a later pass does not send it again', async () => {
+    const { hook, t } = await smsWebhookServer();
+    try {
+      const { notify, db } = t.server.services;
+      let release!: () => void;
+      hook.holdAnswers = new Promise((resolve) => {
+        release = resolve;
+      });
+      const id = await notify.enqueue(db, smsPin('+5511900000088'));
+      const first = notify.deliverDue();
+      await eventually(async () => hook.requests.length === 1);
+      const claimed = (await outboxRow(t, id)).claimed_until;
+      // Most of the lease goes by while the receiver takes its time: the claim is extended.
+      t.clock.advance(lease - 20_000);
+      await eventually(async () => (await outboxRow(t, id)).claimed_until > claimed);
+      // Past the first lease's end, another pass (another instance) finds the message taken.
+      t.clock.advance(lease / 2);
+      assert.equal((await outboxRow(t, id)).status, 'pending');
+      assert.ok((await outboxRow(t, id)).claimed_until > t.clock.now() - 1, 'still claimed');
+      await notify.deliverDue();
+      release();
+      await first;
+      assert.equal(hook.requests.length, 1);
+      assert.equal((await outboxRow(t, id)).status, 'sent');
+    } finally {
+      await t.close();
+      await hook.close();
+    }
+  });
+
+  test('a failure after the lease was lost does not overwrite what another instance recorded', async () => {
+    const { hook, t } = await smsWebhookServer();
+    try {
+      const { notify, db } = t.server.services;
+      // The renewals fail (the database unreachable for this instance only).
+      const store = (notify as unknown as { store: { renew: (...a: unknown[]) => Promise<boolean> } }).store;
+      store.renew = async () => {
+        throw new Error('connection terminated unexpectedly');
+      };
+      let release!: () => void;
+      hook.holdAnswers = new Promise((resolve) => {
+        release = resolve;
+      });
+      hook.status = 400; // the slow send ends in a failure no retry can help
+      const id = await notify.enqueue(db, smsPin('+5511900000099'));
+      const first = notify.deliverDue();
+      await eventually(async () => hook.requests.length === 1);
+      // The lease lapses; another instance sends the message.
+      t.clock.advance(lease + 1000);
+      hook.holdAnswers = null;
+      hook.status = 201;
+      const other = t.server.services.notify;
+      await other.deliverDue();
+      assert.equal((await outboxRow(t, id)).status, 'sent');
+      // Then the first send fails: the row stays sent, and no failure is recorded.
+      release();
+      await first;
+      const row = await outboxRow(t, id);
+      assert.equal(row.status, 'sent');
+      assert.equal(row.last_error, null);
+      assert.equal((await t.server.services.audit.query({ event: 'notify.failed' })).length, 0);
+    } finally {
+      await t.close();
+      await hook.close();
+    }
+  });
+});
+
 describe('recording a sent message', () => {
   test('a database error after the send is tried again: recorded once, sent once, one audit row', async () => {
     const { hook, t } = await smsWebhookServer();

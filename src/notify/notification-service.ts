@@ -97,8 +97,15 @@ const MASKS: Record<string, (value: string) => string> = {
   link: (value) => redactUrl(value),
 };
 
-/** A claimed message belongs to its instance this long; a crashed instance's claim then lapses. */
+/**
+ * A claimed message belongs to its instance this long; a crashed instance's claim then lapses.
+ * While it is being sent, the claim is renewed each time a quarter of it is used up (looked at
+ * every second): a send may outlast one lease (SMTP allows minutes per command) without another
+ * instance taking the message and sending it a second time.
+ */
 const LEASE_MS = 120_000;
+const RENEW_AFTER_MS = LEASE_MS / 4;
+const RENEW_CHECK_MS = 1000;
 
 /** Recording a sent message is tried again after 0.5 s, 1 s, 2 s… up to this close to the lease's end. */
 const RECORD_RETRY_MS = 500;
@@ -324,22 +331,56 @@ export class NotificationService {
       await this.finish(row, 'logged', 'notify.logged', about);
       return true;
     }
+    const stopRenewing = this.keepLease(row);
     try {
-      await transport.send({
-        channel: row.channel as OutboxChannel,
-        to: row.recipient,
-        subject: payload.subject,
-        text: payload.text,
-      });
-    } catch (err) {
-      await this.fail(row, describeError(err), err instanceof PermanentFailure);
-      return false;
+      try {
+        await transport.send({
+          channel: row.channel as OutboxChannel,
+          to: row.recipient,
+          subject: payload.subject,
+          text: payload.text,
+        });
+      } catch (err) {
+        await this.fail(row, describeError(err), err instanceof PermanentFailure);
+        return false;
+      }
+      // Sent: recording it must not fail on a passing database error, or the message goes out
+      // again once the lease ends.
+      await this.recordSent(row, { ...about, via: transport.name });
+    } finally {
+      stopRenewing();
     }
-    // Sent: recording it must not fail on a passing database error, or the message goes out again
-    // once the lease ends.
-    await this.recordSent(row, { ...about, via: transport.name });
     this.log.info({ ...about, via: transport.name }, 'notification sent');
     return true;
+  }
+
+  /**
+   * Renews the lease on a message being sent until the returned function is called, keeping
+   * `row.claimed_until` the lease held (what fail() and recordSent() go by).
+   */
+  private keepLease(row: OutboxRow): () => void {
+    let renewing = false;
+    const renew = async () => {
+      const now = this.clock.now();
+      if (renewing || row.claimed_until - now > LEASE_MS - RENEW_AFTER_MS) return;
+      renewing = true;
+      const about = { outbox: row.id, channel: row.channel };
+      try {
+        const until = now + LEASE_MS;
+        if (await this.store.renew(row.id, row.claimed_until, until)) row.claimed_until = until;
+        else {
+          clearInterval(timer);
+          this.log.error(about, 'the lease on a notification being sent was lost: it may go out twice');
+        }
+      } catch (err) {
+        this.log.warn({ err, ...about }, 'renewing the lease on a notification being sent failed');
+      } finally {
+        renewing = false;
+      }
+    };
+    const timer = setInterval(() => void renew(), RENEW_CHECK_MS);
+    timer.unref();
+    return () => clearInterval(timer);
   }
 
   /**
@@ -412,13 +453,17 @@ export class NotificationService {
     const about = { outbox: row.id, channel: row.channel, kind: row.kind, to: row.recipient };
     const attempts = row.attempts + 1;
     const now = this.clock.now();
+    // Only under the lease still held: after it lapsed, another instance may have sent it since.
+    const held = row.claimed_until;
     if (permanent || attempts >= this.maxAttempts(row.channel)) {
-      await inTransaction(this.db, async (trx) => {
-        await this.store.update(
+      const recorded = await inTransaction(this.db, async (trx) => {
+        const failed = await this.store.updatePending(
           row.id,
           { status: 'failed', attempts, last_attempt_at: now, claimed_until: 0, last_error: error },
           trx,
+          held,
         );
+        if (!failed) return false;
         await this.audit.record(
           {
             event: 'notify.failed',
@@ -428,19 +473,25 @@ export class NotificationService {
           },
           trx,
         );
+        return true;
       });
-      this.log.error({ ...about, attempts, error }, 'notification failed for good');
+      if (recorded) this.log.error({ ...about, attempts, error }, 'notification failed for good');
+      else this.log.warn({ ...about, attempts, error }, 'notification failed after its lease lapsed');
       return;
     }
     const delay = Math.min(MAX_BACKOFF_MS, this.opts.retrySeconds * 1000 * 2 ** (attempts - 1));
-    await this.store.update(row.id, {
-      attempts,
-      next_attempt_at: now + delay,
-      last_attempt_at: now,
-      claimed_until: 0,
-      last_error: error,
-    });
-    this.log.warn({ ...about, attempts, error, retryInMs: delay }, 'notification not delivered; will retry');
+    const recorded = await this.store.updatePending(
+      row.id,
+      { attempts, next_attempt_at: now + delay, last_attempt_at: now, claimed_until: 0, last_error: error },
+      this.db,
+      held,
+    );
+    if (recorded)
+      this.log.warn(
+        { ...about, attempts, error, retryInMs: delay },
+        'notification not delivered; will retry',
+      );
+    else this.log.warn({ ...about, attempts, error }, 'notification failed after its lease lapsed');
   }
 
   async list(filter: { status?: string; limit?: number } = {}): Promise<OutboxEntry[]> {

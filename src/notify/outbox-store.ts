@@ -32,19 +32,25 @@ export class OutboxStore {
     return this.db.selectFrom('outbox').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
-  async update(id: number, patch: OutboxUpdate, db: Db = this.db): Promise<void> {
-    await db.updateTable('outbox').set(patch).where('id', '=', id).execute();
+  /**
+   * Changes a message while it is pending and, when `heldUntil` is given, still under that lease
+   * (not taken over by another instance); false when it was not (any more).
+   */
+  async updatePending(
+    id: number,
+    patch: OutboxUpdate,
+    db: Db = this.db,
+    heldUntil?: number,
+  ): Promise<boolean> {
+    let q = db.updateTable('outbox').set(patch).where('id', '=', id).where('status', '=', 'pending');
+    if (heldUntil !== undefined) q = q.where('claimed_until', '=', heldUntil);
+    const r = await q.executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
   }
 
-  /** Like update(), only while the message is pending; false when it was not (any more). */
-  async updatePending(id: number, patch: OutboxUpdate, db: Db = this.db): Promise<boolean> {
-    const r = await db
-      .updateTable('outbox')
-      .set(patch)
-      .where('id', '=', id)
-      .where('status', '=', 'pending')
-      .executeTakeFirst();
-    return Number(r.numUpdatedRows) > 0;
+  /** Extends a lease still held (`heldUntil`) to `until`; false when it was lost or the message is done. */
+  renew(id: number, heldUntil: number, until: number): Promise<boolean> {
+    return this.updatePending(id, { claimed_until: until }, this.db, heldUntil);
   }
 
   /** Ids of pending messages due by `now` and not under lease, oldest due first. */

@@ -88,6 +88,8 @@ export interface CapturedRequest {
 export class HttpPeer {
   readonly requests: CapturedRequest[] = [];
   status = 201;
+  /** While set, answers wait for it (a receiver that takes its time). */
+  holdAnswers: Promise<void> | null = null;
   private waiters: (() => void)[] = [];
 
   private constructor(
@@ -108,12 +110,14 @@ export class HttpPeer {
           body: Buffer.concat(chunks).toString('utf8'),
         });
         for (const w of peer!.waiters.splice(0)) w();
-        res.writeHead(peer!.status, { 'Content-Type': 'application/json' });
-        res.end(
-          JSON.stringify(
-            peer!.status < 300 ? { sid: 'SM1', status: 'queued' } : { code: 21211, message: 'nope' },
-          ),
-        );
+        void (peer!.holdAnswers ?? Promise.resolve()).then(() => {
+          res.writeHead(peer!.status, { 'Content-Type': 'application/json' });
+          res.end(
+            JSON.stringify(
+              peer!.status < 300 ? { sid: 'SM1', status: 'queued' } : { code: 21211, message: 'nope' },
+            ),
+          );
+        });
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
