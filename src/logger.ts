@@ -13,14 +13,17 @@ const SECRET_PARAMS = new Set(['k', 'p', 'z', 'password', 'pin', 'token', 'acces
  */
 const SECRET_SHAPES = /eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*|[A-Za-z0-9_-]{32,}/g;
 
+/** The user-info of an absolute-form target (`http://user:password@host/…`). */
+const USER_INFO = /^([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/?#]*@/;
+
 export function redactUrl(url: string): string {
   const q = url.indexOf('?');
-  let out = url;
+  let out = url.replace(USER_INFO, '$1[REDACTED]@');
   if (q >= 0) {
     const params = new URLSearchParams(url.slice(q + 1));
     for (const key of [...params.keys()])
       if (SECRET_PARAMS.has(key.toLowerCase())) params.set(key, '[REDACTED]');
-    out = `${url.slice(0, q)}?${params.toString().replaceAll('%5BREDACTED%5D', '[REDACTED]')}`;
+    out = `${out.slice(0, out.indexOf('?'))}?${params.toString().replaceAll('%5BREDACTED%5D', '[REDACTED]')}`;
   }
   return out.replace(SECRET_SHAPES, '[REDACTED]');
 }

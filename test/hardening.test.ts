@@ -432,6 +432,24 @@ describe('tokens never reach the access log, however they are spelled', () => {
     const leaked = t.logs.filter((l) => l.includes(token) || l.includes(jwt.split('.')[2]!));
     assert.deepEqual(leaked, []);
   });
+
+  test('a password in an absolute-form target (http://user:password@host/…) is redacted (found by a probe)', async () => {
+    const before = t.logs.filter((l) => l.includes('"msg":"request"')).length;
+    await rawRequest(
+      t.origin,
+      httpHead(
+        'GET',
+        `http://ana:sekrit-pass-123@${hostOf(t)}${apiPath(t)}/download/list?page=1`,
+        hostOf(t),
+        ['Connection: close'],
+      ),
+    );
+    await eventually(async () => t.logs.filter((l) => l.includes('"msg":"request"')).length > before);
+    assert.deepEqual(
+      t.logs.filter((l) => l.includes('sekrit')),
+      [],
+    );
+  });
 });
 
 describe('slow clients are cut off', () => {

@@ -112,6 +112,27 @@ describe('password recovery', () => {
     assert.equal((await token('alice', 'new-password-1')).status, 200);
   });
 
+  test('HEAD sends nothing and issues no link (link scanners and proxies send HEAD freely)', async () => {
+    await t.createUser('headless', 'headless-password', { email: 'headless@example.com' });
+    const { db } = t.server.services;
+    const count = async (table: 'outbox' | 'change_tokens') =>
+      Number(
+        (
+          await db
+            .selectFrom(table)
+            .select((eb) => eb.fn.countAll().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+    const before = [await count('outbox'), await count('change_tokens')];
+    for (const path of ['forgetParameters', 'forget', 'firstaccess']) {
+      const r = await fetch(`${t.base}/auth/${path}?u=headless`, { method: 'HEAD' });
+      assert.equal(r.status, 405, path);
+      assert.equal(r.headers.get('allow'), 'GET');
+    }
+    assert.deepEqual([await count('outbox'), await count('change_tokens')], before);
+  });
+
   test('alias /auth/forget; missing u 400, unknown user 401, disabled or no e-mail 403', async () => {
     await t.createUser('bob', 'bob-password', { email: 'bob@example.com' });
     await t.createUser('noemail', 'noemail-password', { email: '' });

@@ -279,6 +279,7 @@ describe('redactUrl', () => {
       '/v1/auth/changeParameters?k=[REDACTED]&p=[REDACTED]&z=[REDACTED]',
     );
     assert.equal(redactUrl('/x?user=a&password=hunter22'), '/x?user=a&password=[REDACTED]');
+    assert.equal(redactUrl('http://ana:hunter22@host:8080/v1/x?a=1'), 'http://[REDACTED]@host:8080/v1/x?a=1');
     assert.equal(redactUrl('/x?PASSWORD=hunter22&K=t'), '/x?PASSWORD=[REDACTED]&K=[REDACTED]');
     assert.equal(
       redactUrl('/x?pin=1&token=t&access_token=a'),

@@ -51,7 +51,8 @@ export const recoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
         }),
       },
     };
-    app.get(url, { schema, config: limit }, async (request, reply) => {
+    // No HEAD: it would send the PIN too (link scanners and proxies send HEAD freely).
+    app.get(url, { schema, config: limit, exposeHeadRoute: false }, async (request, reply) => {
       const name = request.query.u?.trim();
       if (!name) throw badRequest('u (user name) is required');
       const { user, linkURL } = await recovery.issueLink(name, purpose, request.ip);
