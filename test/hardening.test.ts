@@ -9,7 +9,14 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { bytes, type FileEntry, footprint, uploadRaw } from './helpers/files.js';
 import { eventually } from './helpers/peers.js';
-import { descriptorsUnder, httpHead, rawConnect, rawRequest, readAnswer } from './helpers/raw.js';
+import {
+  descriptorsUnder,
+  httpHead,
+  parseAnswer,
+  rawConnect,
+  rawRequest,
+  readAnswer,
+} from './helpers/raw.js';
 import {
   basic,
   call,
@@ -220,6 +227,46 @@ describe('bodies an upload route does not stream', () => {
     // stops sending then, as this one (and curl) does, has the whole answer.
     assert.ok(sent < total, 'the connection ended before the whole body was sent');
   });
+});
+
+describe('bodies on routes that take none', () => {
+  // Found by a probe: answered at once, anonymously, and the connection then took in 3 GB.
+  for (const [method, target] of [
+    ['GET', '/healthz'],
+    ['GET', '/download/file?k=nope'],
+    ['DELETE', '/uploads/nope'],
+  ] as const) {
+    test(`${method} ${target.split('?')[0]} with a 3 GB body: answered, and the connection ends long before the body does`, async () => {
+      const t = await startTestServer();
+      try {
+        const socket = await rawConnect(t.origin);
+        const answer = readAnswer(socket, 30_000);
+        socket.write(
+          httpHead(method, `${apiPath(t)}${target}`, hostOf(t), [
+            'Content-Type: application/offset+octet-stream',
+            'Tus-Resumable: 1.0.0',
+            `Content-Length: ${3 * 1024 ** 3}`,
+          ]),
+        );
+        let sent = 0;
+        const chunk = Buffer.alloc(1024 * 1024, 0x61);
+        while (sent < 256 * 1024 * 1024 && !socket.destroyed && socket.writable) {
+          sent += chunk.length;
+          if (!socket.write(chunk))
+            await new Promise((resolve) => {
+              socket.once('drain', resolve);
+              socket.once('close', resolve);
+            });
+        }
+        const a = await answer;
+        assert.ok(a.status !== null, 'answered');
+        assert.match(a.head, /^connection: close$/im);
+        assert.ok(sent < 256 * 1024 * 1024, `still reading after ${sent} bytes`);
+      } finally {
+        await t.close();
+      }
+    });
+  }
 });
 
 describe('malformed multipart is a 400, not a 500', () => {
@@ -678,6 +725,8 @@ describe('pipelined requests', () => {
     const files = JSON.parse(uploaded)['files'] as FileEntry[];
     assert.equal(files[0]!.name, 'piped.bin');
     assertEnvelope(JSON.parse(answers[1]![1]), 400);
+    // Written on the socket, past Fastify: the security headers all the same.
+    assert.match((await answer).body, /\r\nx-content-type-options: nosniff\r\n/i);
   });
 
   test('a download followed by a malformed request: the whole file, then the 400', async () => {
@@ -700,6 +749,27 @@ describe('pipelined requests', () => {
       [400],
       `after ${all.length - split - 4} body bytes: ${rest.slice(0, 200)}`,
     );
+  });
+
+  test('CONNECT behind a download: the whole file, then a 405 envelope (Node cut both off)', async () => {
+    const size = 3 * 1024 * 1024;
+    const target = await linkOf(size, 'tunnel.bin');
+    const socket = await rawConnect(t.origin);
+    const chunks: Buffer[] = [];
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('error', () => {});
+    const closed = new Promise((resolve) => socket.once('close', resolve));
+    socket.write(
+      httpHead('GET', target, hostOf(t), []) + httpHead('CONNECT', 'example.com:443', 'example.com:443', []),
+    );
+    await closed;
+    const all = Buffer.concat(chunks);
+    const split = all.indexOf('\r\n\r\n');
+    assert.match(all.subarray(0, split).toString('latin1'), /^HTTP\/1\.1 200 /);
+    const rest = parseAnswer(all.subarray(split + 4 + size).toString('latin1'));
+    assert.equal(rest.status, 405, rest.head);
+    assertEnvelope(rest.json, 405);
+    assert.match(rest.head, /^x-content-type-options: nosniff$/im);
   });
 
   test('more than 16 requests waiting behind the first: the connection is closed', async () => {

@@ -18,7 +18,7 @@ import type { Services } from '../services.js';
 import {
   answerClientError,
   checkRequestHead,
-  guardStreamingBodies,
+  guardBodies,
   limitBodyTime,
   limitConnectionsPerAddress,
   serializePipelining,
@@ -35,6 +35,7 @@ import { secureLinkRoutes } from './routes/secure-links.js';
 import { uploadRoutes } from './routes/uploads.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { COMPONENTS } from './schemas.js';
+import { DEFAULT_CSP, HSTS, SECURITY_HEADERS } from './security-headers.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -123,13 +124,9 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
   const { config, log } = services;
   const hsts = config.baseUrl.startsWith('https://');
   const securityHeaders: Record<string, string> = {
-    ...(hsts ? { 'Strict-Transport-Security': 'max-age=31536000; includeSubDomains' } : {}),
-    'X-Content-Type-Options': 'nosniff',
-    'Referrer-Policy': 'no-referrer',
-    'X-Frame-Options': 'DENY',
+    ...(hsts ? { 'Strict-Transport-Security': HSTS } : {}),
+    ...SECURITY_HEADERS,
   };
-  /** For answers whose route set no Content-Security-Policy of its own (the portal's pages do). */
-  const defaultCsp = "default-src 'none'; frame-ancestors 'none'";
   const app = Fastify({
     loggerInstance: log as FastifyBaseLogger,
     trustProxy: config.trustProxy,
@@ -150,7 +147,7 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
       if (status === 500) request.log.error({ err }, 'request failed');
       // Answered before routing: the onSend hook that adds these does not run.
       reply.headers(securityHeaders);
-      reply.header('Content-Security-Policy', defaultCsp);
+      reply.header('Content-Security-Policy', DEFAULT_CSP);
       return sendError(request, reply, status, status === 400 ? 'malformed URL' : undefined);
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
@@ -160,7 +157,7 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
   (app.server as typeof app.server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   limitConnectionsPerAddress(app.server, config.maxConnectionsPerAddress);
   checkRequestHead(app);
-  guardStreamingBodies(app);
+  guardBodies(app);
   serializePipelining(app);
   limitBodyTime(app, {
     idleMs: config.bodyTimeoutSeconds * 1000,
@@ -217,8 +214,8 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
     reply.headers(securityHeaders);
     // HTTPS is known from the public base URL, or from a trusted proxy's X-Forwarded-Proto.
     if (!hsts && config.trustProxy && request.protocol === 'https')
-      reply.header('Strict-Transport-Security', 'max-age=31536000; includeSubDomains');
-    if (!reply.hasHeader('Content-Security-Policy')) reply.header('Content-Security-Policy', defaultCsp);
+      reply.header('Strict-Transport-Security', HSTS);
+    if (!reply.hasHeader('Content-Security-Policy')) reply.header('Content-Security-Policy', DEFAULT_CSP);
     done(null, payload);
   });
 

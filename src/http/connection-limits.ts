@@ -15,12 +15,13 @@ import type {
 import { AppError, type ErrorStatus } from '../errors.js';
 import { errorEnvelope } from './presenters.js';
 import { discardRestOfBody } from './request-body.js';
+import { DEFAULT_CSP, SECURITY_HEADERS } from './security-headers.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
     /**
      * The route streams its body itself after authenticating (uploads): no whole-body deadline.
-     * Only bodies of its types reach it (guardStreamingBodies).
+     * Only bodies of its types reach it (guardBodies).
      */
     streamingBody?: StreamingBody;
   }
@@ -52,11 +53,11 @@ function streamed(streaming: StreamingBody, req: IncomingMessage): boolean {
  * On streaming routes (uploads), whose body limit is the file-size limit: a body of another type
  * is refused before a byte is read. Fastify's parsers for it (JSON, text, forms) would read it
  * whole into memory before authentication: 600 MB of text from anyone ended the process, as a
- * string too long for V8. And an answer given before the body was read (a refusal, a failed
- * sign-in) closes the connection once the rest of the body is discarded (discardRestOfBody), so
- * a client cannot keep sending a body nobody wants.
+ * string too long for V8. And on any route, an answer given before the body was read (a refusal,
+ * a failed sign-in, a route that takes no body) closes the connection once the rest of the body
+ * is discarded (discardRestOfBody, bounded), so a client cannot keep sending a body nobody wants.
  */
-export function guardStreamingBodies(app: FastifyInstance): void {
+export function guardBodies(app: FastifyInstance): void {
   const preParsing =
     (streaming: StreamingBody): preParsingHookHandler =>
     (request, _reply, payload, done) => {
@@ -76,12 +77,13 @@ export function guardStreamingBodies(app: FastifyInstance): void {
     }
     done(null, payload);
   };
-  // On the streaming routes only: every other request (a small download) skips both.
+  // On every route: one that takes no body answers before reading it just the same.
+  app.addHook('onSend', onSend);
+  // On the streaming routes only: every other request (a small download) skips it.
   app.addHook('onRoute', (route) => {
     const streaming = route.config?.streamingBody;
     if (!streaming) return;
     route.preParsing = [...asArray(route.preParsing), preParsing(streaming)];
-    route.onSend = [...asArray(route.onSend), onSend];
   });
 }
 
@@ -102,7 +104,8 @@ function sendContinue(res: ServerResponse): void {
  *   to be read: on a streaming route after its preHandlers (authentication), elsewhere before
  *   Fastify's parser. An answer without it closes the connection (Node), so the body never comes.
  * - any other expectation: 417;
- * - an HTTP/1.1 request without Host: 400.
+ * - an HTTP/1.1 request without Host: 400;
+ * - CONNECT: 405, after the answers to the requests before it.
  */
 export function checkRequestHead(app: FastifyInstance): void {
   const server = app.server;
@@ -114,6 +117,11 @@ export function checkRequestHead(app: FastifyInstance): void {
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     unmet.add(req);
     server.emit('request', req, res);
+  });
+  // Node ends the connection of a CONNECT nobody listens for, cutting off the answers before it.
+  server.on('connect', (_req: IncomingMessage, socket: Socket) => {
+    socket.on('error', () => {});
+    answerAfterInFlight(socket, rawErrorResponse(405, 'CONNECT is not served here'));
   });
   app.addHook('onRequest', (request, _reply, done) => {
     const raw = request.raw;
@@ -155,7 +163,7 @@ export function checkRequestHead(app: FastifyInstance): void {
 const asArray = <T>(value: T | T[] | undefined): T[] =>
   value === undefined ? [] : Array.isArray(value) ? value : [value];
 
-/** Connections whose request was answered before its body had arrived (guardStreamingBodies). */
+/** Connections whose request was answered before its body had arrived (guardBodies). */
 const early = new WeakSet<Socket>();
 
 /** Connections whose parse error is being answered (Node reports it again on every later byte). */
@@ -194,10 +202,18 @@ export function answerClientError(err: Error, socket: Socket): void {
             ? 'the request body ended before it was complete'
             : 'malformed HTTP request',
         );
+  answerAfterInFlight(socket, answer);
+}
+
+/**
+ * Writes a raw answer and ends the connection once the responses to the requests before it on the
+ * connection have gone out (or at once, if the one in flight is still reading its own body).
+ */
+function answerAfterInFlight(socket: Socket, answer: string): void {
   const giveUp = setTimeout(() => socket.destroy(), IN_FLIGHT_WAIT_MS);
   giveUp.unref();
   socket.once('close', () => clearTimeout(giveUp));
-  const answerAfterInFlight = () => {
+  const answerNowOrLater = () => {
     // Node hands the socket to the next pipelined response when one finishes.
     const inFlight = (socket as SocketWithResponse)._httpMessage;
     // A body cut short (a half-close mid-body) is the in-flight request's own error: answer now.
@@ -206,16 +222,18 @@ export function answerClientError(err: Error, socket: Socket): void {
       if (socket.writable) socket.end(answer);
       return;
     }
-    inFlight.once('finish', answerAfterInFlight);
+    inFlight.once('finish', answerNowOrLater);
   };
-  answerAfterInFlight();
+  answerNowOrLater();
 }
 
 /** A complete HTTP/1.1 error answer that closes the connection, for when Fastify cannot answer. */
 export function rawErrorResponse(status: ErrorStatus, detail: string): string {
   const body = JSON.stringify(errorEnvelope(status, detail));
   const text = errorEnvelope(status).description;
-  return `HTTP/1.1 ${status} ${text}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+  const headers = { ...SECURITY_HEADERS, 'Content-Security-Policy': DEFAULT_CSP };
+  const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
+  return `HTTP/1.1 ${status} ${text}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${lines.join('')}Connection: close\r\n\r\n${body}`;
 }
 
 /**
