@@ -11,6 +11,7 @@ export type ErrorStatus =
   | 408
   | 409
   | 410
+  | 411
   | 412
   | 413
   | 415
@@ -31,6 +32,7 @@ export const STATUS_TEXT: Record<ErrorStatus, string> = {
   408: 'Request Timeout',
   409: 'Conflict',
   410: 'Gone',
+  411: 'Length Required',
   412: 'Precondition Failed',
   413: 'Payload Too Large',
   415: 'Unsupported Media Type',

@@ -269,6 +269,94 @@ describe('bodies on routes that take none', () => {
   }
 });
 
+describe('framing and codings an upload cannot be stored from (found by a probe)', () => {
+  let t: TestServer;
+  const auth = basic('framing', 'framing-password');
+  before(async () => {
+    t = await startTestServer();
+    await t.createUser('framing', 'framing-password');
+  });
+  after(() => closeAll(t));
+
+  const upload = (lines: string[], body: Buffer | string = '') =>
+    rawRequest(
+      t.origin,
+      httpHead('POST', `${apiPath(t)}/upload?file=coded.bin`, hostOf(t), [
+        `Authorization: ${auth}`,
+        'Content-Type: application/octet-stream',
+        ...lines,
+      ]),
+      body,
+    );
+
+  test('a transfer coding other than chunked: 400; a content coding: 415; no framing at all: 411; nothing stored', async () => {
+    const before = await footprint(t);
+    const gzipChunked = await upload(['Transfer-Encoding: gzip, chunked'], '5\r\nhello\r\n0\r\n\r\n');
+    assert.equal(gzipChunked.status, 400, gzipChunked.head);
+    assertEnvelope(gzipChunked.json, 400);
+    assert.match(String(gzipChunked.json['detail']), /transfer coding/);
+    const gzip = await upload(['Content-Encoding: gzip', 'Content-Length: 5'], 'hello');
+    assert.equal(gzip.status, 415, gzip.head);
+    assertEnvelope(gzip.json, 415);
+    const unframed = await upload([], 'hello');
+    assert.equal(unframed.status, 411, unframed.head);
+    assert.match(unframed.head, /^connection: close$/im);
+    // ("hello" then reads as a request of its own, and gets its own 400 after this answer.)
+    assertEnvelope(JSON.parse(unframed.body.split('HTTP/1.1')[0]!), 411);
+    assert.deepEqual(await footprint(t), before);
+    // identity is no coding at all; an empty file says Content-Length: 0.
+    assert.equal((await upload(['Content-Encoding: identity', 'Content-Length: 5'], 'hello')).status, 200);
+    assert.equal((await upload(['Content-Length: 0'])).status, 200);
+  });
+
+  test('a raw upload declaring more than the size limit: 413 before a byte is read, audited', async () => {
+    const socket = await rawConnect(t.origin);
+    const answer = readAnswer(socket, 10_000);
+    socket.write(
+      httpHead('POST', `${apiPath(t)}/upload?file=huge.bin`, hostOf(t), [
+        `Authorization: ${auth}`,
+        'Content-Type: application/octet-stream',
+        `Content-Length: ${64 * 1024 ** 4}`,
+      ]),
+    );
+    const a = await answer;
+    assert.equal(a.status, 413, a.head);
+    assertEnvelope(a.json, 413);
+    assert.equal(await tempFiles(t), 0);
+    const failed = await t.server.services.audit.query({ event: 'upload.failed' });
+    assert.match(failed.at(-1)?.detail ?? '', /^"?413/);
+  });
+
+  test("a tus upload id past the router's length limit: 404, no error logged; a PATCH of another type: 415", async () => {
+    const id = 'x'.repeat(600);
+    const long = await rawRequest(
+      t.origin,
+      httpHead('HEAD', `${apiPath(t)}/uploads/${id}`, hostOf(t), [
+        `Authorization: ${auth}`,
+        'Tus-Resumable: 1.0.0',
+      ]),
+    );
+    assert.equal(long.status, 404, long.head);
+    assert.deepEqual(
+      t.logs.filter((l) => /"level":(50|60)/.test(l)),
+      [],
+    );
+    const typed = await rawRequest(
+      t.origin,
+      httpHead('PATCH', `${apiPath(t)}/uploads/nope`, hostOf(t), [
+        `Authorization: ${auth}`,
+        'Tus-Resumable: 1.0.0',
+        'Upload-Offset: 0',
+        'Content-Type: text/plain',
+        'Content-Length: 5',
+      ]),
+      'hello',
+    );
+    assert.equal(typed.status, 415, typed.head);
+    assertEnvelope(typed.json, 415);
+  });
+});
+
 describe('malformed multipart is a 400, not a 500', () => {
   let t: TestServer;
   const auth = basic('multi', 'multi-password');

@@ -1,5 +1,6 @@
 // Files in user areas: storing uploads, resolving download tokens, listing areas (DESIGN §4).
 // Knows nothing of HTTP: routes hand it streams and present what it returns.
+
 import { Readable } from 'node:stream';
 import mime from 'mime-types';
 import type { AuditEntry, AuditLog, DetailedEntry } from '../audit/audit-log.js';
@@ -13,6 +14,7 @@ import { AppError, badRequest, unauthorized } from '../errors.js';
 import { type Keys, randomToken, sha256 } from '../security/keys.js';
 import type { ByteRange, StoredBlob } from '../storage/blob-store.js';
 import { type BlobWriter, IN_DATABASE } from '../storage/blob-writer.js';
+import { tooLarge } from '../storage/metered.js';
 import type { UserService } from '../users/user-service.js';
 import type { BlobAccess, DownloadOutcome } from './download.js';
 import { areaLock, type FileStore, type FileWithLink, type NewFile } from './file-store.js';
@@ -29,6 +31,8 @@ export interface IncomingFile {
   stream: Readable;
   /** At most this many bytes, when known before reading (the request's Content-Length). */
   sizeBound?: number;
+  /** Exactly this many bytes, when declared before reading (a raw body's Content-Length). */
+  declaredSize?: number;
 }
 
 /** Who an upload is announced to (query `m` and `c`, already validated and normalised). */
@@ -249,8 +253,11 @@ export class FileService {
     const written: { filename: string | undefined; blob: StoredBlob }[] = [];
     try {
       for await (const f of files) {
-        // Fail fast on a bad client-side name before spending disk on it.
+        // Fail fast on a bad client-side name or a declared size past the limit, before spending
+        // disk (and the client's time) on it.
         if (f.filename) sanitizeFileName(f.filename);
+        if (f.declaredSize !== undefined && f.declaredSize > this.config.maxFileSize)
+          throw tooLarge(this.config.maxFileSize);
         written.push({
           filename: f.filename,
           blob: await this.writer.write(f.stream, this.config.maxFileSize, f.sizeBound),

@@ -143,7 +143,9 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
     // A path Fastify cannot decode (a bad percent escape): our envelope, not Fastify's own answer
     // (which echoed the URL back, without the security headers).
     frameworkErrors: (err, request, reply) => {
-      const status = err.code === 'FST_ERR_BAD_URL' ? 400 : 500;
+      // A path parameter past the router's limit (500 characters) names nothing that exists.
+      const status =
+        err.code === 'FST_ERR_BAD_URL' ? 400 : err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 404 : 500;
       if (status === 500) request.log.error({ err }, 'request failed');
       // Answered before routing: the onSend hook that adds these does not run.
       reply.headers(securityHeaders);
@@ -311,7 +313,13 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
 
   app.setErrorHandler((raw: FastifyError | AppError, request, reply) => {
     // A full disk or database is the one 5xx a client can act on: retry later (docs/security.md).
-    const err = isOutOfSpace(raw) ? outOfSpace() : raw;
+    // A body type a streaming route does not take gets that route's own answer (tus: 415).
+    const streaming = request.routeOptions.config?.streamingBody;
+    const err = isOutOfSpace(raw)
+      ? outOfSpace()
+      : streaming && (raw as FastifyError).code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
+        ? streaming.refuse()
+        : raw;
     const status = statusOf(err);
     if (status >= 500 && err === raw)
       request.log.error({ err, url: redactUrl(request.url) }, 'request failed');

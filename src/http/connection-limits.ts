@@ -105,6 +105,7 @@ function sendContinue(res: ServerResponse): void {
  *   Fastify's parser. An answer without it closes the connection (Node), so the body never comes.
  * - any other expectation: 417;
  * - an HTTP/1.1 request without Host: 400;
+ * - a transfer coding other than chunked: 400;
  * - CONNECT: 405, after the answers to the requests before it.
  */
 export function checkRequestHead(app: FastifyInstance): void {
@@ -128,6 +129,11 @@ export function checkRequestHead(app: FastifyInstance): void {
     if (raw.headers.host === undefined && raw.httpVersion === '1.1')
       return done(new AppError(400, 'the Host header is missing'));
     if (unmet.has(raw)) return done(new AppError(417, 'the only expectation understood is 100-continue'));
+    // Node takes `gzip, chunked` and hands on the body still gzipped: it would be stored so. (HTTP
+    // suggests 501; every refusal of a request's shape here is a 4xx.)
+    const coding = raw.headers['transfer-encoding'];
+    if (coding !== undefined && coding.trim().toLowerCase() !== 'chunked')
+      return done(new AppError(400, 'the only transfer coding understood is chunked'));
     done();
   });
   const beforeParsing: preParsingHookHandler = (_request, reply, payload, done) => {

@@ -106,10 +106,19 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
     badRequest('body must be multipart/form-data or application/octet-stream (Content-Type or Content_type)');
 
   function bodyKind(request: FastifyRequest): BodyKind {
+    // A compressed body would be stored compressed, as a file the sender never had.
+    const coding = request.headers['content-encoding'];
+    if (coding !== undefined && coding.trim().toLowerCase() !== 'identity')
+      throw new AppError(415, 'Content-Encoding is not supported: send the file as it is');
     if (request.isMultipart()) return 'multipart';
-    if ((request.headers['content-type'] ?? '').toLowerCase().startsWith('application/octet-stream'))
-      return 'raw';
-    throw notAnUploadBody();
+    if (!(request.headers['content-type'] ?? '').toLowerCase().startsWith('application/octet-stream'))
+      throw notAnUploadBody();
+    // Without either, HTTP reads no body at all: the bytes sent would be taken for a next request.
+    if (request.headers['content-length'] === undefined && request.headers['transfer-encoding'] === undefined)
+      throw new AppError(411, 'Content-Length (or chunked Transfer-Encoding) is required', {
+        Connection: 'close',
+      });
+    return 'raw';
   }
 
   /**
@@ -125,7 +134,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const length = request.headers['content-length'];
     const sizeBound = length !== undefined && /^\d{1,15}$/.test(length) ? Number(length) : undefined;
     if (kind === 'raw') {
-      yield { filename: undefined, stream: detachedBody(request.raw), sizeBound };
+      yield { filename: undefined, stream: detachedBody(request.raw), sizeBound, declaredSize: sizeBound };
       return;
     }
     let parts: AsyncIterator<Multipart> | undefined;
