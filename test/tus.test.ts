@@ -273,6 +273,24 @@ describe('tus uploads', () => {
     assert.equal(await blobCount(t), blobsBefore);
   });
 
+  test('one-byte PATCHes: past 1,000 pieces only the PATCH that completes the upload is taken (found by a probe)', async () => {
+    const data = bytes(1100);
+    const r = await create(t, alice, data.length, { filename: 'crumbs.bin' });
+    const url = t.origin + r.headers.get('location')!;
+    for (let i = 0; i < 1000; i++)
+      assert.equal((await patch(url, alice, i, data.subarray(i, i + 1))).status, 204);
+    const refused = await patch(url, alice, 1000, data.subarray(1000, 1001));
+    assert.equal(refused.status, 400);
+    assert.equal((await counts(t)).chunks, 1000);
+    const last = await patch(url, alice, 1000, data.subarray(1000));
+    assert.equal(last.status, 204);
+    assert.equal(last.headers.get('upload-offset'), String(data.length));
+    const entry = (
+      (await call(url, { headers: { Authorization: alice } })).body['files'] as Record<string, unknown>[]
+    )[0]!;
+    assert.equal(entry['sha256'], sha(data));
+  });
+
   test('concurrent PATCHes to one upload: the second is refused (423 or 409), the bytes stay right', async () => {
     const data = bytes(8 * MiB);
     const url =

@@ -9,6 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { ConfigError, loadConfig } from '../src/config.js';
+import { parseMetadata } from '../src/http/routes/uploads.js';
 import { redactUrl } from '../src/logger.js';
 import { GO_TIME } from './helpers/server.js';
 
@@ -342,5 +343,16 @@ describe('the test helpers', () => {
     assert.equal(run.killed, false, 'the test file did not end by itself');
     assert.equal(run.code, 1);
     assert.match(run.stdout, /ENOTDIR/);
+  });
+});
+
+describe('tus Upload-Metadata', () => {
+  const b64 = (s: string) => Buffer.from(s).toString('base64');
+  test('keys an object already has (constructor, __proto__, toString) are unknown keys, ignored', () => {
+    assert.deepEqual(
+      parseMetadata(`filename ${b64('a.txt')},constructor ${b64('x')},__proto__ ${b64('y')},toString`),
+      { filename: 'a.txt' },
+    );
+    assert.throws(() => parseMetadata(`filename ${b64('a')},filename ${b64('b')}`), /given twice/);
   });
 });

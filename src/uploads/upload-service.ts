@@ -34,6 +34,13 @@ const HOUR = 3600 * 1000;
 const LEASE_MS = 30 * 1000;
 const RENEW_MS = 10 * 1000;
 const LOCK_WAIT_MS = 3000;
+/**
+ * Each PATCH is a blob (a file on a local store) and a row until the upload completes: past this
+ * many pieces, or one per MiB of the upload if that is more, a PATCH that does not complete the
+ * upload is refused, so one client cannot make thousands of files out of one-byte PATCHes.
+ */
+const MIN_PIECES_ALLOWED = 1000;
+const maxPieces = (length: number) => Math.max(MIN_PIECES_ALLOWED, Math.ceil(length / (1024 * 1024)));
 
 /** Upload-Metadata as the client sent it (already base64-decoded). */
 export interface UploadMetadata {
@@ -167,7 +174,12 @@ export class UploadService {
         await this.d.writer.discard([blob.key]);
         return current;
       }
-      if (offset === 0 && blob.length === current.length) {
+      const completes = offset + blob.length === current.length;
+      if (!completes && (await this.d.store.chunkCount(id)) >= maxPieces(current.length)) {
+        await this.d.writer.discard([blob.key]);
+        throw badRequest('this upload is in too many pieces: send the rest in one PATCH');
+      }
+      if (offset === 0 && completes) {
         // The whole file in one PATCH (tus-js-client's default): this blob becomes the file's, as
         // POST /upload's does, instead of being staged as a chunk and copied into a new blob.
         await this.commitFile(current, blob, [], remote, owner);

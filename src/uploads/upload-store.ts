@@ -104,6 +104,15 @@ export class UploadStore implements BlobCatalog {
     return true;
   }
 
+  async chunkCount(id: string): Promise<number> {
+    const r = await this.db
+      .selectFrom('upload_chunks')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('upload_id', '=', id)
+      .executeTakeFirstOrThrow();
+    return Number(r.n);
+  }
+
   chunks(id: string, db: Db = this.db): Promise<UploadChunkRow[]> {
     return db.selectFrom('upload_chunks').selectAll().where('upload_id', '=', id).orderBy('start').execute();
   }

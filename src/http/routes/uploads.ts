@@ -54,17 +54,18 @@ function wholeNumber(request: FastifyRequest, name: string): number {
 
 /** `key base64,key base64,…` (a key alone means an empty value); unknown keys are ignored. */
 export function parseMetadata(raw: string | undefined): UploadMetadata {
-  const out: Record<string, string> = {};
-  if (!raw || raw.trim() === '') return out;
+  // A Map: keys such as `constructor` or `__proto__` are only keys (an object has them already).
+  const out = new Map<string, string>();
+  if (!raw || raw.trim() === '') return {};
   if (raw.length > 16 * 1024) throw badRequest('Upload-Metadata is too long');
   for (const pair of raw.split(',')) {
     const [key, value, extra] = pair.trim().split(' ');
     if (!key || extra !== undefined || (value !== undefined && !/^[A-Za-z0-9+/]*={0,2}$/.test(value)))
       throw badRequest('Upload-Metadata: malformed pair');
-    if (key in out) throw badRequest(`Upload-Metadata: ${key} given twice`);
-    out[key] = value === undefined ? '' : Buffer.from(value, 'base64').toString('utf8');
+    if (out.has(key)) throw badRequest(`Upload-Metadata: ${key} given twice`);
+    out.set(key, value === undefined ? '' : Buffer.from(value, 'base64').toString('utf8'));
   }
-  const { filename, d, m, c, i } = out;
+  const [filename, d, m, c, i] = ['filename', 'd', 'm', 'c', 'i'].map((k) => out.get(k));
   return Object.fromEntries(
     Object.entries({ filename, d, m, c, i }).filter(([, v]) => v !== undefined),
   ) as UploadMetadata;
