@@ -435,6 +435,9 @@ describe('odd paths', () => {
       assert.equal(noHost.status, 400, noHost.head);
       assertEnvelope(noHost.json, 400);
       assert.match(noHost.head, /^x-content-type-options: nosniff$/im);
+      const star = await rawRequest(t.origin, httpHead('GET', '*', hostOf(t), ['Connection: close']));
+      assert.equal(star.status, 400, star.head);
+      assertEnvelope(star.json, 400);
       // HTTP/1.0 has no Host requirement: it reaches the route (a 401 for want of credentials).
       const old = await rawRequest(t.origin, `GET ${apiPath(t)}/download/list?page=1 HTTP/1.0\r\n\r\n`);
       assert.equal(old.status, 401, old.head);

@@ -106,6 +106,7 @@ function sendContinue(res: ServerResponse): void {
  * - any other expectation: 417;
  * - an HTTP/1.1 request without Host: 400;
  * - a transfer coding other than chunked: 400;
+ * - a target that is not a path (`GET *`): 400;
  * - CONNECT: 405, after the answers to the requests before it.
  */
 export function checkRequestHead(app: FastifyInstance): void {
@@ -129,6 +130,14 @@ export function checkRequestHead(app: FastifyInstance): void {
     if (raw.headers.host === undefined && raw.httpVersion === '1.1')
       return done(new AppError(400, 'the Host header is missing'));
     if (unmet.has(raw)) return done(new AppError(417, 'the only expectation understood is 100-continue'));
+    // `GET *` was routed to the portal's catch-all page. (Absolute form, http://host/…, is a path.)
+    const url = raw.url ?? '';
+    if (
+      url.charCodeAt(0) !== 0x2f &&
+      !(url === '*' && raw.method === 'OPTIONS') &&
+      !/^https?:\/\//i.test(url)
+    )
+      return done(new AppError(400, 'the request target must be a path'));
     // Node takes `gzip, chunked` and hands on the body still gzipped: it would be stored so. (HTTP
     // suggests 501; every refusal of a request's shape here is a 4xx.)
     const coding = raw.headers['transfer-encoding'];
@@ -204,8 +213,9 @@ export function answerClientError(err: Error, socket: Socket): void {
       ? rawErrorResponse(408, 'the request did not arrive in time')
       : rawErrorResponse(
           400,
+          // (cut in its head or in its body)
           code === 'HPE_INVALID_EOF_STATE'
-            ? 'the request body ended before it was complete'
+            ? 'the request ended before it was complete'
             : 'malformed HTTP request',
         );
   answerAfterInFlight(socket, answer);

@@ -154,7 +154,9 @@ export class UploadService {
     remote: string | null,
   ): Promise<UploadRow> {
     const row = await this.get(user, id);
-    if (row.file_id !== null || offset !== row.received)
+    if (row.file_id !== null)
+      throw new AppError(409, 'the upload is complete already', { 'Upload-Offset': String(row.received) });
+    if (offset !== row.received)
       throw new AppError(409, `Upload-Offset must be ${row.received}`, {
         'Upload-Offset': String(row.received),
       });

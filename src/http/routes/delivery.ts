@@ -25,8 +25,8 @@ const statusExample = successExample('handlerDownloadList', 'USER1', {
   ],
 });
 const ownerErrors = errors({
-  400: 'Missing k, or a recipient link.',
-  401: 'Unknown, revoked or retired link.',
+  401: 'Missing k, or an unknown, revoked or retired link.',
+  403: "A recipient's link: only the owner's shows delivery.",
 });
 
 const StatusQuery = Type.Object({
