@@ -90,6 +90,59 @@ describe('uploads that fail leave nothing behind', () => {
   });
 });
 
+describe('storage cleanup racing an upload', () => {
+  test('a blob the reconciler removed before its row committed fails the upload with a 503; no row names a missing blob', async () => {
+    const t = await startTestServer({ env: { REMESSA_INLINE_MAX_SIZE: '0' } });
+    try {
+      await t.createUser('race', 'race-password');
+      const B = 'race-boundary';
+      const part = (name: string) =>
+        Buffer.from(
+          `--${B}\r\nContent-Disposition: form-data; name="${name}"; filename="${name}.bin"\r\n` +
+            'Content-Type: application/octet-stream\r\n\r\n',
+        );
+      const first = Buffer.concat([part('first'), bytes(100 * 1024), Buffer.from('\r\n')]);
+      const rest = Buffer.concat([part('second'), bytes(200 * 1024), Buffer.from(`\r\n--${B}--\r\n`)]);
+      const req = request(new URL(`${t.base}/upload`), {
+        method: 'POST',
+        headers: {
+          Authorization: basic('race', 'race-password'),
+          'Content-Type': `multipart/form-data; boundary=${B}`,
+          'Content-Length': String(first.length + rest.length),
+        },
+      });
+      const answer = new Promise<{ status: number; body: Record<string, unknown> }>((resolve, reject) => {
+        req.on('response', (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c));
+          res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+        });
+        req.on('error', reject);
+      });
+      // The first file whole and the second begun: the first one's blob is stored, its row not yet.
+      req.write(Buffer.concat([first, rest.subarray(0, 1000)]));
+      const { db, blobs, reconciler } = t.server.services;
+      const stored = await eventually(async () => {
+        for await (const o of blobs.list()) return o.key;
+        return undefined;
+      });
+      // What the reconciler does to an intent it takes for a dead writer's (here: stale).
+      await db.updateTable('blob_intents').set({ touched_at: 0 }).where('blob_key', '=', stored).execute();
+      await reconciler.reconcile();
+      assert.equal(await blobs.stat(stored), null);
+      req.end(rest.subarray(1000));
+      const r = await answer;
+      assert.equal(r.status, 503);
+      assert.match(String(r.body['description']), /Service Unavailable/);
+      assert.deepEqual(await footprint(t), { blobs: 0, temps: 0, files: 0, links: 0 });
+      const failed = await t.server.services.audit.query({ event: 'upload.failed' });
+      assert.equal(failed.length, 1);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
 describe('a full disk', () => {
   let mountPoint = '';
   let mounted = false;

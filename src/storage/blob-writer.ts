@@ -16,6 +16,7 @@ import { finished, type Readable } from 'node:stream';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/database.js';
 import { CommitUnknownError } from '../db/transaction.js';
+import { AppError } from '../errors.js';
 import { secureRandom } from '../security/keys.js';
 import type { BlobStore, StoredBlob } from './blob-store.js';
 import type { IntentStore } from './intent-store.js';
@@ -67,11 +68,14 @@ export class BlobWriter {
 
   /**
    * Inside the transaction that records the files: the blobs are now owned by their rows. Until
-   * then (a request's other files may take hours) their intents are kept touched.
+   * then (a request's other files may take hours) their intents are kept touched. An intent gone
+   * means the reconciler took this writer for dead and deleted the blob: the 503 thrown rolls the
+   * transaction back, so no row ever names a missing blob.
    */
-  settle(trx: Db, keys: string[]): Promise<void> {
+  async settle(trx: Db, keys: string[]): Promise<void> {
     for (const k of keys) this.untrack(k);
-    return this.intents.remove(keys, trx);
+    const removed = await this.intents.remove(keys, trx);
+    if (removed !== keys.length) throw blobLost();
   }
 
   /**
@@ -102,6 +106,12 @@ export class BlobWriter {
     }
   }
 }
+
+/** A written blob removed before its row committed (its intent gone): nothing is recorded, retry. */
+const blobLost = () =>
+  new AppError(503, 'storage cleanup removed the upload before it was recorded; send it again', {
+    'Retry-After': '5',
+  });
 
 /** Fingerprint of contents kept in the database: nothing can rewrite them behind the row's back. */
 export const IN_DATABASE = 'db';

@@ -28,9 +28,11 @@ export class IntentStore {
     else await (this.commits ? this.commits.run(insert) : insert(this.db));
   }
 
-  /** Removes intents; inside the transaction that records the files, or after a discard. */
-  async remove(keys: string[], trx: Db = this.db): Promise<void> {
-    if (keys.length > 0) await trx.deleteFrom('blob_intents').where('blob_key', 'in', keys).execute();
+  /** Removes intents; inside the transaction that records the files, or after a discard. How many went. */
+  async remove(keys: string[], trx: Db = this.db): Promise<number> {
+    if (keys.length === 0) return 0;
+    const r = await trx.deleteFrom('blob_intents').where('blob_key', 'in', keys).executeTakeFirst();
+    return Number(r.numDeletedRows);
   }
 
   /** Marks writes still in progress as alive (long uploads outlive the staleness threshold). */
