@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
@@ -23,9 +23,10 @@ import { nativeModule } from '../src/native.js';
 import type { BlobStore } from '../src/storage/blob-store.js';
 import { BlobWriter, STALE_MS, WRITER } from '../src/storage/blob-writer.js';
 import { IntentStore } from '../src/storage/intent-store.js';
-import { LocalBlobStore } from '../src/storage/local-blob-store.js';
+import { HOST, LocalBlobStore } from '../src/storage/local-blob-store.js';
 import { MemoryBlobStore } from '../src/storage/memory-blob-store.js';
 import { StorageReconciler } from '../src/storage/reconciler.js';
+import { UploadStore } from '../src/uploads/upload-store.js';
 import { bytes } from './helpers/files.js';
 import { createTestBucket, S3_SKIP, s3Available, type TestBucket } from './helpers/s3.js';
 import { closeAll } from './helpers/server.js';
@@ -255,6 +256,52 @@ for (const kind of kinds) {
       );
       await store.delete(live);
       await intents.remove([live]);
+      await empty();
+    });
+
+    test("a writer of this host name in another boot or pid namespace (or an older version's row) is alive until stale; this process in an earlier life is dead at once", async () => {
+      clock.offsetMs = 0;
+      const name = hostname().replace(/[^A-Za-z0-9-]/g, '_');
+      // Each with this process's pid, as two containers' pid 1 have.
+      const writers = {
+        older: `${name}/${process.pid}/0ld0ld`,
+        otherNamespace: `${name}~0123456789ab/${process.pid}/abc`,
+        earlierLife: `${HOST}/${process.pid}/0ld0ld`,
+      };
+      const keys: Record<string, string> = {};
+      for (const [k, w] of Object.entries(writers)) {
+        keys[k] = newKey();
+        await intents.add(keys[k]!, w, clock.now());
+        await store.put(keys[k]!, Readable.from([bytes(100)]));
+      }
+      assert.deepEqual(await reconciler.reconcile(), { intents: 1, partial: 0 });
+      assert.equal(await store.stat(keys['earlierLife']!), null);
+      assert.equal((await store.stat(keys['older']!))?.size, 100);
+      assert.equal((await store.stat(keys['otherNamespace']!))?.size, 100);
+      // The upload lock of such a holder is not taken before its lease ends either.
+      const uploads = new UploadStore(db.db);
+      const upload = await uploads.insert({
+        id: newKey(),
+        uploader_id: 1,
+        owner_id: 1,
+        filename: 'f',
+        message: null,
+        recipients: '{}',
+        length: 1,
+        created_at: clock.now(),
+        expires_at: clock.now() + STALE_MS,
+      });
+      await db.db
+        .updateTable('uploads')
+        .set({ lock_owner: `${writers.older}/req`, lock_until: clock.now() + 30_000 })
+        .execute();
+      assert.equal(
+        await uploads.acquire(upload.id, `${WRITER}/req`, clock.now(), clock.now() + 30_000),
+        false,
+      );
+      await db.db.deleteFrom('uploads').execute();
+      clock.advance(STALE_MS + 1000);
+      assert.deepEqual(await reconciler.reconcile(), { intents: 2, partial: 0 });
       await empty();
     });
 

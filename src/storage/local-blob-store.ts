@@ -2,6 +2,7 @@
 // A write goes to a temp file, is fsynced, then renamed into place and its directory fsynced, so a
 // blob either exists whole or not at all. Private optimisations, used only when the native module
 // is built: putHashed (hashing and O_DIRECT writes in the thread pool) and directBody (sendfile(2)).
+import { createHash, randomBytes } from 'node:crypto';
 import {
   type BigIntStats,
   closeSync,
@@ -9,6 +10,8 @@ import {
   fstatSync,
   fsync,
   openSync,
+  readFileSync,
+  readlinkSync,
   readSync,
   renameSync,
   statSync,
@@ -37,8 +40,25 @@ function fingerprintOf(st: BigIntStats): string {
   return `${st.size}-${st.mtimeNs}-${st.ino}`;
 }
 
-/** This machine's name as it appears in temp file names and write intents. */
-export const HOST = hostname().replace(/[^A-Za-z0-9-]/g, '_');
+/**
+ * Where this process runs, as temp file names and write intents name it: the host name, plus a
+ * digest of the boot and the pid namespace. Two containers of one name (each pid 1), or the
+ * machine after a reboot, then never take each other's pid for their own. A writer named
+ * otherwise (older versions wrote the bare host name) cannot be checked from here and counts as
+ * alive until stale; so does every other one where Linux does not tell us both.
+ */
+export const HOST = `${hostname().replace(/[^A-Za-z0-9-]/g, '_')}~${placeDigest()}`;
+
+function placeDigest(): string {
+  try {
+    const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+    const pidNamespace = readlinkSync('/proc/self/ns/pid');
+    return createHash('sha256').update(`${boot} ${pidNamespace}`).digest('hex').slice(0, 12);
+  } catch {
+    // Unknown: a name no other process has, so every writer but this one is judged by staleness.
+    return randomBytes(6).toString('hex');
+  }
+}
 
 /** fsync of a directory (its new entries): the wait in the thread pool, the open and close direct. */
 async function syncDirectory(dir: string): Promise<void> {

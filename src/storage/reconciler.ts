@@ -69,7 +69,10 @@ function isAlive(pid: number): boolean {
   }
 }
 
-/** A process on this host that no longer runs: another pid that is gone, or our pid in an earlier life. */
+/**
+ * A process on this host (HOST: same name, boot and pid namespace) that no longer runs: another
+ * pid that is gone, or our pid in an earlier life. Any other host's, or an unknown one's: not known.
+ */
 export function deadHere(host: string, pid: number, writer?: string): boolean {
   if (host !== HOST) return false;
   if (pid === process.pid) return writer !== undefined && writer !== WRITER;
