@@ -6,8 +6,9 @@
 // idempotent, and what a crash leaves is reconciled. Then, over HTTP, the download behaviour
 // (Range, suffix ranges, HEAD, 304, 416) and the envelopes of a failing store.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
@@ -425,5 +426,74 @@ describe('blob store contract: S3 multipart leftovers', { skip: hasS3 ? false : 
     assert.deepEqual(await reconciler.reconcile(), { intents: 0, partial: 1 });
     assert.deepEqual(await collect(store.listPartial()), []);
     store.close();
+  });
+});
+
+const STRACE = spawnSync('strace', ['-V']).status === 0;
+
+describe('local store: a directory it makes is durable before the write that needed it', () => {
+  test("each new directory's entry is fsynced in its parent (open, first write into a shard); an existing shard costs no extra fsync", {
+    skip: STRACE ? false : 'strace not installed: the fsync calls cannot be watched',
+  }, async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'remessa-dirsync-'));
+    try {
+      const root = path.join(dir, 'store');
+      const key = (c: string) => `AB${c.repeat(22)}`;
+      // Markers in the trace: an access(2) of a name that does not exist, after each step.
+      const script = `
+        import { accessSync } from 'node:fs';
+        import { Readable } from 'node:stream';
+        import { LocalBlobStore } from ${JSON.stringify(new URL('../src/storage/local-blob-store.js', import.meta.url).href)};
+        const root = ${JSON.stringify(root)};
+        const mark = (m) => { try { accessSync(root + '/' + m); } catch {} };
+        const store = new LocalBlobStore(root, { native: null });
+        await store.open();
+        mark('step-opened');
+        await store.put(${JSON.stringify(key('x'))}, Readable.from([Buffer.alloc(10)]));
+        mark('step-first-put');
+        await store.put(${JSON.stringify(key('y'))}, Readable.from([Buffer.alloc(10)]));
+        mark('step-second-put');
+      `;
+      const trace = path.join(dir, 'trace');
+      const run = spawnSync(
+        'strace',
+        [
+          '-f',
+          '-y',
+          '-o',
+          trace,
+          '-e',
+          'trace=fsync,access,faccessat,faccessat2',
+          process.execPath,
+          '--input-type=module',
+        ],
+        { input: script, encoding: 'utf8' },
+      );
+      assert.equal(run.status, 0, run.stderr);
+      // The directories fsynced during each step, in order: open, first put, second put.
+      const steps: Set<string>[] = [new Set()];
+      for (const line of (await readFile(trace, 'utf8')).split('\n')) {
+        if (/step-[a-z-]+"/.test(line)) steps.push(new Set());
+        const synced = /fsync\(\d+<([^>]+)>/.exec(line)?.[1];
+        if (synced) steps.at(-1)!.add(synced);
+      }
+      const [opened, first, second] = steps;
+      const blobs = path.join(root, 'blobs');
+      const shard = path.join(blobs, 'AB');
+      assert.ok(
+        opened!.has(dir) && opened!.has(root),
+        `open: the store and its blobs/ and tmp/ entries: ${[...opened!]}`,
+      );
+      assert.ok(
+        first!.has(blobs) && first!.has(shard),
+        `first write: the new shard's entry, then the blob's: ${[...first!]}`,
+      );
+      assert.ok(
+        second!.has(shard) && !second!.has(blobs),
+        `second write: the blob's entry only: ${[...second!]}`,
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

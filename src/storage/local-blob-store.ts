@@ -1,7 +1,8 @@
 // Blob store in a local directory: <dir>/blobs/ab/<key>, partial writes in <dir>/tmp.
-// A write goes to a temp file, is fsynced, then renamed into place and its directory fsynced, so a
-// blob either exists whole or not at all. Private optimisations, used only when the native module
-// is built: putHashed (hashing and O_DIRECT writes in the thread pool) and directBody (sendfile(2)).
+// A write goes to a temp file, is fsynced, then renamed into place and its directory fsynced (a
+// directory made for it, its entry in the parent too), so a blob either exists whole or not at all.
+// Private optimisations, used only when the native module is built: putHashed (hashing and
+// O_DIRECT writes in the thread pool) and directBody (sendfile(2)).
 import { createHash, randomBytes } from 'node:crypto';
 import {
   type BigIntStats,
@@ -70,19 +71,48 @@ async function syncDirectory(dir: string): Promise<void> {
   }
 }
 
+/** Directories this process is making right now, until their entries are durable. */
+const making = new Map<string, Promise<void>>();
+
+/**
+ * mkdir -p whose new directories survive a crash: each one's entry is fsynced in its parent. Only
+ * when mkdir created something, so a directory that exists costs nothing more. A caller racing
+ * the one that creates it waits for that fsync too.
+ */
+function makeDirectory(dir: string): Promise<void> {
+  let made = making.get(dir);
+  if (!made) {
+    made = (async () => {
+      const first = await mkdir(dir, { recursive: true, mode: 0o700 });
+      if (first === undefined) return;
+      // Each new directory's entry is in its parent: from dir's parent up to the first one's.
+      for (let d = dir; d !== path.dirname(first) && d !== path.dirname(d); ) {
+        d = path.dirname(d);
+        await syncDirectory(d);
+      }
+    })().finally(() => making.delete(dir));
+    making.set(dir, made);
+  }
+  return made;
+}
+
 /**
  * rename(2) into a shard directory, made on first use (or again, if something removed it). The
  * mkdir goes through the thread pool: a new directory waits for the filesystem's journal, which
  * under a stream of fsyncs took long enough to stall every request (a fresh store makes 4,096).
  */
 async function renameIntoShard(from: string, to: string): Promise<void> {
+  const shard = path.dirname(to);
   try {
     renameSync(from, to);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    await mkdir(path.dirname(to), { recursive: true, mode: 0o700 });
+    await makeDirectory(shard);
     renameSync(from, to);
   }
+  // Made a moment ago by another upload whose fsync of its entry is still under way: wait for it.
+  const pending = making.get(shard);
+  if (pending) await pending;
 }
 
 export interface LocalStoreOptions {
@@ -102,8 +132,9 @@ export class LocalBlobStore implements BlobStore {
   private readonly tmpDir: string;
 
   constructor(root: string, opts: LocalStoreOptions = {}) {
-    this.blobDir = path.join(root, 'blobs');
-    this.tmpDir = path.join(root, 'tmp');
+    // Absolute: the directories being made are known by these names (makeDirectory).
+    this.blobDir = path.resolve(root, 'blobs');
+    this.tmpDir = path.resolve(root, 'tmp');
     this.description = `local dir=${root}`;
     const native = opts.native === undefined ? nativeModule() : opts.native;
     if (native) {
@@ -124,8 +155,8 @@ export class LocalBlobStore implements BlobStore {
   }
 
   async open(): Promise<void> {
-    await mkdir(this.blobDir, { recursive: true, mode: 0o700 });
-    await mkdir(this.tmpDir, { recursive: true, mode: 0o700 });
+    await makeDirectory(this.blobDir);
+    await makeDirectory(this.tmpDir);
   }
 
   async put(key: string, source: Readable): Promise<{ fingerprint: string }> {
