@@ -226,7 +226,12 @@ describe('small files in the database: limits and settings', () => {
       assert.deepEqual(await store.contents(id), data);
       assert.equal(await store.contents(id, { cached: false }), undefined);
       // …and goes with the file.
-      await store.deleteFile(id);
+      await t.server.services.db
+        .updateTable('files')
+        .set({ state: 'purging', purge_at: 1 })
+        .where('id', '=', id)
+        .execute();
+      assert.ok(await store.deleteFile(id, 1));
       assert.equal(await store.contents(id), undefined);
     } finally {
       await t.close();

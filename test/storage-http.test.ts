@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { FileSweeper } from '../src/files/lifecycle.js';
 import type { BlobStore } from '../src/storage/blob-store.js';
 import { MemoryBlobStore } from '../src/storage/memory-blob-store.js';
 import { bytes, type FileEntry, uploadRaw } from './helpers/files.js';
@@ -208,5 +209,64 @@ describe('a blob store that fails at each step', () => {
     await sweep();
     assert.equal((await t.server.services.audit.query({ event: 'file.purged' })).length, 1);
     await nothingStored();
+  });
+});
+
+describe('a sweeper stalled past its purge claim', () => {
+  test('another takes the purge over; the stalled one, resuming, deletes nothing and file.purged is written once', async () => {
+    // The first delete waits until released: a sweeper stalled (a slow store, a paused VM) mid-purge.
+    let release: () => void = () => {};
+    let stalled: Promise<void> | null = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let reached: () => void = () => {};
+    const atDelete = new Promise<void>((resolve) => {
+      reached = resolve;
+    });
+    class StallingStore extends MemoryBlobStore {
+      override async delete(key: string): Promise<void> {
+        const wait = stalled;
+        stalled = null;
+        if (wait) {
+          reached();
+          await wait;
+        }
+        return super.delete(key);
+      }
+    }
+    const t = await startTestServer({
+      blobStore: new StallingStore(),
+      startWorkers: false,
+      env: { REMESSA_LINK_DAYS: '1', REMESSA_BACKUP_DAYS: '0', REMESSA_INLINE_MAX_SIZE: '0' },
+    });
+    try {
+      await t.createUser('stall', 'stall-password');
+      assert.equal(
+        (await uploadRaw(t, basic('stall', 'stall-password'), bytes(5000), { file: 'a.bin' })).status,
+        200,
+      );
+      await t.advanceClock(DAY + 1000);
+      const first = t.server.workers.get('file-sweeper')!.runOnce();
+      await atDelete;
+      // Its claim is stale after ten minutes: another sweeper takes the purge over and finishes it.
+      await t.advanceClock(11 * 60 * 1000);
+      const s = t.server.services;
+      await new FileSweeper({
+        files: s.files,
+        store: s.files.store,
+        blobs: s.blobs,
+        reconciler: s.reconciler,
+        audit: s.audit,
+        clock: s.clock,
+        log: s.log,
+        intervalMs: 60_000,
+      }).run();
+      assert.deepEqual(await s.db.selectFrom('files').select('id').execute(), []);
+      release();
+      await first;
+      assert.equal((await s.audit.query({ event: 'file.purged' })).length, 1);
+    } finally {
+      await t.close();
+    }
   });
 });

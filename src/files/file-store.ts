@@ -461,18 +461,35 @@ export class FileStore implements BlobCatalog {
     return Number(res.numUpdatedRows) === 1;
   }
 
-  /** Deletes a file and its links; `before` runs first in the same transaction (its audit row). */
-  async deleteFile(fileId: number, before?: (trx: Db) => Promise<void>): Promise<void> {
-    await inTransaction(this.db, async (trx) => {
-      await before?.(trx);
+  /**
+   * Deletes a file claimed for purging at `claimedAt` (claimPurge), its links and contents; `before`
+   * runs first in the same transaction (its audit row, whose webhook event reads the file). False,
+   * with nothing written, when the claim is no longer this caller's: a sweeper stalled past
+   * STALE_CLAIM_MS whose file another one took over.
+   */
+  async deleteFile(fileId: number, claimedAt: number, before?: (trx: Db) => Promise<void>): Promise<boolean> {
+    const deleted = await inTransaction(this.db, async (trx) => {
       // In id order, as a batch of download counts locks them (countDownloads): no deadlock.
       if (this.dialect === 'postgres')
         await sql`select id from links where file_id = ${fileId} order by id for update`.execute(trx);
+      // Locked on PostgreSQL (SQLite has one writer): the claim cannot change before the commit.
+      const held = await trx
+        .selectFrom('files')
+        .select('id')
+        .where('id', '=', fileId)
+        .where('state', '=', 'purging')
+        .where('purge_at', '=', claimedAt)
+        .$if(this.dialect === 'postgres', (q) => q.forUpdate())
+        .executeTakeFirst();
+      if (!held) return false;
+      await before?.(trx);
       await trx.deleteFrom('links').where('file_id', '=', fileId).execute();
       await trx.deleteFrom('file_contents').where('file_id', '=', fileId).execute();
       await trx.deleteFrom('files').where('id', '=', fileId).execute();
+      return true;
     });
     this.recentContents.delete(fileId);
+    return deleted;
   }
 
   /** Files whose owner account was removed go to backup with an immediate purge. */

@@ -65,11 +65,12 @@ export class FileSweeper implements BackgroundJob {
       if (!(await this.store.claimPurge(file, purgeNow))) continue;
       // Contents first: a crash after this leaves a 'purging' row that a later pass finishes.
       if (!file.contents_in_db) await this.blobs.delete(file.blob_key);
-      // The audit row (and the webhook event made from it) commits with the deletion.
-      await this.store.deleteFile(file.id, (trx) =>
+      // The audit row (and the webhook event made from it) commits with the deletion, if this
+      // claim still holds: another sweeper may have taken it over while this one stalled.
+      const deleted = await this.store.deleteFile(file.id, purgeNow, (trx) =>
         this.audit.record({ event: 'file.purged', fileId: file.id, detail: { name: file.name } }, trx),
       );
-      purged++;
+      if (deleted) purged++;
     }
     if (retired || purged) this.log.info({ retired, purged }, 'file sweep');
     await this.reconciler.reconcile();
