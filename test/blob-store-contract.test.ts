@@ -260,6 +260,31 @@ for (const kind of kinds) {
       await empty();
     });
 
+    test('a writer taken for dead that commits while its blob is being deleted: the commit fails, no row names the blob', async () => {
+      const blob = await writer.write(Readable.from([bytes(2000)]), MiB);
+      clock.advance(STALE_MS + 1000); // untouched for an hour: taken for dead
+      const deleteBlob = store.delete.bind(store);
+      let settled: Promise<unknown> | undefined;
+      store.delete = async (key: string) => {
+        // The writer commits its row just as the reconciler deletes the blob.
+        if (key === blob.key)
+          settled = writer.settle(db.db, [blob.key]).then(
+            () => 'committed',
+            (err) => err,
+          );
+        return deleteBlob(key);
+      };
+      try {
+        assert.deepEqual(await reconciler.reconcile(), { intents: 1, partial: 0 });
+      } finally {
+        store.delete = deleteBlob;
+      }
+      const outcome = await settled;
+      assert.ok(outcome instanceof AppError && outcome.status === 503, String(outcome));
+      assert.equal(await store.stat(blob.key), null);
+      await empty();
+    });
+
     test("a writer of this host name in another boot or pid namespace (or an older version's row) is alive until stale; this process in an earlier life is dead at once", async () => {
       clock.offsetMs = 0;
       const name = hostname().replace(/[^A-Za-z0-9-]/g, '_');

@@ -121,8 +121,13 @@ export class StorageReconciler {
     const deadIntents = intents.filter((i) => this.dead(i, now));
     const owned = await this.catalog.owned(deadIntents.map((i) => i.blob_key));
     for (const i of deadIntents) {
+      // The intent goes first, and only the one that removed it deletes the blob: a writer taken
+      // for dead that commits meanwhile finds its intent gone and rolls back (BlobWriter.settle),
+      // or removed it first and keeps its blob. (A crash in between leaves a blob nothing names:
+      // `remessa storage check --fix` removes it.)
+      const removed = await this.intents.remove([i.blob_key]);
       // A row owns it (the commit removes the intent, so only by hand): keep the blob.
-      if (!owned.has(i.blob_key)) await this.store.delete(i.blob_key);
+      if (removed === 1 && !owned.has(i.blob_key)) await this.store.delete(i.blob_key);
     }
     let partial = 0;
     // Store times (file mtime, multipart Initiated) are wall-clock, as the clock is.
@@ -136,7 +141,6 @@ export class StorageReconciler {
       await this.store.discardPartial(p);
       partial++;
     }
-    await this.intents.remove(deadIntents.map((i) => i.blob_key));
     const result = { intents: deadIntents.length, partial };
     if (result.intents || result.partial)
       this.log.warn(result, 'removed partial uploads and uncommitted blobs left by a crash');
