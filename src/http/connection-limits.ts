@@ -1,7 +1,9 @@
 // Limits that keep one client from holding the server (issue 11, docs/security.md): a time limit on
 // request bodies, and a cap on the connections one peer address may hold. Node bounds the header
 // phase itself (headersTimeout) but has no body timeout that would not also cut long uploads, and
-// no per-peer limit at all.
+// no per-peer limit at all. Also where Node would answer bare or cut the connection: the request
+// head's rules (Expect, Host, codings, CONNECT) and requests it cannot parse, each answered with
+// an envelope after the answers before it on the connection.
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type {
