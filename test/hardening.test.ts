@@ -7,6 +7,7 @@ import { readdir } from 'node:fs/promises';
 import type { Socket } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import { bytes, type FileEntry, footprint, uploadRaw } from './helpers/files.js';
 import { eventually } from './helpers/peers.js';
 import {
@@ -186,6 +187,23 @@ describe('bodies an upload route does not stream', () => {
     assert.doesNotMatch(a.body, /HTTP\/1\.1/, 'a second answer followed the first');
   });
 
+  test('answered before its body came, the client sends the rest and waits: the server closes the connection', async () => {
+    const socket = await rawConnect(t.origin);
+    const closed = new Promise((resolve) => socket.once('close', () => resolve('by the server')));
+    const answer = readAnswer(socket, 30_000);
+    socket.write(
+      httpHead('POST', `${apiPath(t)}/upload?file=x.bin`, hostOf(t), [
+        'Content-Type: application/octet-stream',
+        'Content-Length: 300000',
+      ]),
+    );
+    socket.write(Buffer.alloc(300_000)); // and never ends its side
+    // (A hang guard, not a timing assertion: the server closes as soon as the body is read.)
+    assert.equal(await Promise.race([closed, delay(10_000, 'still open')]), 'by the server');
+    const a = await answer;
+    assert.equal(a.status, 401, a.head);
+  });
+
   test('a small body of another type is still answered after authentication: 401 without credentials', async () => {
     const a = await rawRequest(
       t.origin,
@@ -354,6 +372,81 @@ describe('framing and codings an upload cannot be stored from (found by a probe)
     );
     assert.equal(typed.status, 415, typed.head);
     assertEnvelope(typed.json, 415);
+  });
+});
+
+describe('multipart bytes outside its files (found by a probe)', () => {
+  let t: TestServer;
+  const auth = basic('outside', 'outside-password');
+  before(async () => {
+    t = await startTestServer({ env: { REMESSA_MAX_FILE_SIZE: '1MiB' } });
+    await t.createUser('outside', 'outside-password');
+  });
+  after(() => closeAll(t));
+
+  const boundary = 'XbOuNdArYx';
+  const filePart = (name: string, data: Buffer) =>
+    Buffer.concat([
+      Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="f"; filename="${name}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+      ),
+      data,
+      Buffer.from('\r\n'),
+    ]);
+  const field = (size: number) =>
+    Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="note"\r\n\r\n${'n'.repeat(size)}\r\n`,
+    );
+  const closing = Buffer.from(`--${boundary}--\r\n`);
+  const junk = (size: number) => Buffer.alloc(size, 0x6a);
+
+  /** Sends a multipart upload whose body is `pieces`, as fast as the server reads; its answer. */
+  async function send(pieces: Buffer[]) {
+    const total = pieces.reduce((n, p) => n + p.length, 0);
+    const socket = await rawConnect(t.origin);
+    const answer = readAnswer(socket, 30_000);
+    socket.write(
+      httpHead('POST', `${apiPath(t)}/upload`, hostOf(t), [
+        `Authorization: ${auth}`,
+        `Content-Type: multipart/form-data; boundary=${boundary}`,
+        `Content-Length: ${total}`,
+        'Connection: close',
+      ]),
+    );
+    for (const piece of pieces)
+      for (let at = 0; at < piece.length && !socket.destroyed; at += 256 * 1024)
+        if (!socket.write(piece.subarray(at, at + 256 * 1024)))
+          await new Promise((resolve) => {
+            socket.once('drain', resolve);
+            socket.once('close', resolve);
+          });
+    return answer;
+  }
+
+  for (const [where, pieces] of [
+    ['a preamble', () => [junk(200 * 1024 * 1024), filePart('a.bin', bytes(1000)), closing]],
+    ['a non-file field', () => [field(200 * 1024 * 1024), filePart('b.bin', bytes(1000)), closing]],
+    ['an epilogue', () => [filePart('c.bin', bytes(1000)), closing, junk(200 * 1024 * 1024)]],
+  ] as const) {
+    test(`200 MB in ${where}: 413, nothing stored, the connection ends long before the body does`, async () => {
+      const before = await footprint(t);
+      const a = await send(pieces());
+      assert.equal(a.status, 413, a.head);
+      assertEnvelope(a.json, 413);
+      assert.deepEqual(await footprint(t), before);
+    });
+  }
+
+  test('a few fields and a small preamble around the files are fine', async () => {
+    const a = await send([
+      junk(1000),
+      field(1000),
+      filePart('d.bin', bytes(3000)),
+      field(60_000),
+      closing,
+      junk(100),
+    ]);
+    assert.equal(a.status, 200, a.head);
   });
 });
 

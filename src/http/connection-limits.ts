@@ -74,8 +74,20 @@ export function guardBodies(app: FastifyInstance): void {
   const onSend: onSendHookHandler = (request, reply, payload, done) => {
     if (hasBody(request.raw) && !request.raw.readableEnded) {
       reply.header('Connection', 'close');
-      early.add(request.raw.socket);
-      discardRestOfBody(request.raw);
+      const socket = request.raw.socket;
+      early.add(socket);
+      // After a `Connection: close` answer Node ends the socket and destroys it at once. With the
+      // client's bytes still unread, that is a reset, and a reset can take the answer with it
+      // before the client reads it. So only the sending side ends (the client sees the answer,
+      // then the end); discardRestOfBody keeps reading, and ends the connection when the client
+      // stops or at its limits; once the body is all read, the connection closes (nothing unread).
+      const raw = request.raw;
+      (socket as Socket & { destroySoon: () => void }).destroySoon = () => {
+        socket.end();
+        if (raw.readableEnded || raw.destroyed) socket.destroy();
+        else raw.once('close', () => socket.destroy());
+      };
+      discardRestOfBody(raw);
     }
     done(null, payload);
   };

@@ -1,5 +1,6 @@
 // Upload, download, backup download and area lists (interface §4.2–4.4, DESIGN §4).
 
+import type { IncomingMessage } from 'node:http';
 import multipart, { type Multipart } from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -57,6 +58,43 @@ function malformed(err: unknown): Error {
   const status = (err as { statusCode?: number }).statusCode;
   if (status !== undefined && status >= 400 && status < 500) return err as Error;
   return badRequest(`malformed multipart body: ${(err as Error).message}`);
+}
+
+/**
+ * The most a multipart upload may send outside its files: a preamble, non-file fields (their 50 ×
+ * 64 KiB, past which the parser truncates but still reads), part headers, an epilogue. Without it
+ * the parser read whatever came there, gigabytes, and the upload still got its 200.
+ */
+const OUTSIDE_FILES_LIMIT = 4 * 1024 * 1024;
+
+/**
+ * Counts the bytes of a multipart body that arrive while no file part is being read (`inFile`,
+ * set by the caller around each file); `tooMany` rejects (413) past OUTSIDE_FILES_LIMIT. Counted in
+ * chunks as they arrive, so the edge of a file is off by at most a chunk.
+ */
+function bytesOutsideFiles(raw: IncomingMessage) {
+  let outside = 0;
+  let refuse: (err: AppError) => void = () => {};
+  const tooMany = new Promise<never>((_resolve, reject) => {
+    refuse = reject;
+  });
+  tooMany.catch(() => {}); // rejected while nobody waits on it: not an unhandled rejection
+  const state = {
+    inFile: false,
+    tooMany,
+    stop: () => raw.off('data', count),
+  };
+  function count(chunk: Buffer) {
+    if (state.inFile) return;
+    outside += chunk.length;
+    if (outside <= OUTSIDE_FILES_LIMIT) return;
+    state.stop();
+    refuse(
+      new AppError(413, `more than ${OUTSIDE_FILES_LIMIT} bytes of the multipart body are outside its files`),
+    );
+  }
+  raw.on('data', count);
+  return state;
 }
 
 const downloadList = (why: string) =>
@@ -137,24 +175,36 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
       yield { filename: undefined, stream: detachedBody(request.raw), sizeBound, declaredSize: sizeBound };
       return;
     }
-    let parts: AsyncIterator<Multipart> | undefined;
-    for (;;) {
-      let next: IteratorResult<Multipart>;
-      try {
-        parts ??= request.parts()[Symbol.asyncIterator]();
-        next = await parts.next();
-      } catch (err) {
-        throw malformed(err);
+    let parts: AsyncIterator<Multipart>;
+    try {
+      parts = request.parts()[Symbol.asyncIterator]();
+    } catch (err) {
+      throw malformed(err);
+    }
+    // (Counted from here: the parser is now reading the body, and sees every byte counted.)
+    const outside = bytesOutsideFiles(request.raw);
+    try {
+      for (;;) {
+        let next: IteratorResult<Multipart>;
+        try {
+          next = await Promise.race([parts.next(), outside.tooMany]);
+        } catch (err) {
+          throw malformed(err);
+        }
+        if (next.done) return;
+        const part = next.value;
+        if (part.type !== 'file') continue;
+        // The parser fails the part's stream on bad framing, possibly before anyone reads it, by
+        // destroying it or only by emitting an error; whoever reads the part rethrows that error.
+        part.file.on('error', (err) => bodyErrors.add(err));
+        // (It may have failed already: a body that arrived whole is parsed before this line runs.)
+        if (part.file.errored) bodyErrors.add(part.file.errored);
+        outside.inFile = true;
+        yield { filename: part.filename || undefined, stream: part.file, sizeBound };
+        outside.inFile = false;
       }
-      if (next.done) return;
-      const part = next.value;
-      if (part.type !== 'file') continue;
-      // The parser fails the part's stream on bad framing, possibly before anyone reads it, by
-      // destroying it or only by emitting an error; whoever reads the part rethrows that error.
-      part.file.on('error', (err) => bodyErrors.add(err));
-      // (It may have failed already: a body that arrived whole is parsed before this line runs.)
-      if (part.file.errored) bodyErrors.add(part.file.errored);
-      yield { filename: part.filename || undefined, stream: part.file, sizeBound };
+    } finally {
+      outside.stop();
     }
   }
 
