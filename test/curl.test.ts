@@ -41,49 +41,17 @@ describe('curl as the client', { skip: curlAvailable ? false : CURL_SKIP }, () =
     const source = path.join(dir, 'unsent.bin');
     await writeFile(source, bytes(8 * 1024 * 1024));
     // curl waits up to --expect100-timeout for the 100 before it sends the body anyway.
-    const { stdout } = await run('curl', [
-      '-sS',
-      '-o',
-      '/dev/null',
-      '-w',
-      '%{http_code} %{size_upload}',
-      '--expect100-timeout',
-      '20',
-      '-H',
-      'Expect: 100-continue',
-      '-H',
-      'Content-Type: application/octet-stream',
-      '-u',
-      'sender:wrong-password',
-      '-T',
-      source,
-      '-X',
-      'POST',
-      `${t.base}/upload?file=unsent.bin`,
-    ]);
-    assert.equal(stdout, '401 0');
+    const upload = async (password: string, file: string) =>
+      (
+        await run('curl', [
+          ...['-sS', '-o', '/dev/null', '-w', '%{http_code} %{size_upload}', '--expect100-timeout', '20'],
+          ...['-H', 'Expect: 100-continue', '-H', 'Content-Type: application/octet-stream'],
+          ...['-u', `sender:${password}`, '-T', source, '-X', 'POST', `${t.base}/upload?file=${file}`],
+        ])
+      ).stdout;
+    assert.equal(await upload('wrong-password', 'unsent.bin'), '401 0');
     // The right password: the 100 comes once the credentials are checked, and the body follows.
-    const ok = await run('curl', [
-      '-sS',
-      '-o',
-      '/dev/null',
-      '-w',
-      '%{http_code} %{size_upload}',
-      '--expect100-timeout',
-      '20',
-      '-H',
-      'Expect: 100-continue',
-      '-H',
-      'Content-Type: application/octet-stream',
-      '-u',
-      'sender:sender-password',
-      '-T',
-      source,
-      '-X',
-      'POST',
-      `${t.base}/upload?file=sent.bin`,
-    ]);
-    assert.equal(ok.stdout, `200 ${8 * 1024 * 1024}`);
+    assert.equal(await upload('sender-password', 'sent.bin'), `200 ${8 * 1024 * 1024}`);
   });
 
   test('Bearer upload to another area, list, download and resume byte-identical', async () => {

@@ -12,11 +12,13 @@ import { bytes, type FileEntry, footprint, uploadRaw } from './helpers/files.js'
 import { eventually } from './helpers/peers.js';
 import {
   descriptorsUnder,
+  filler,
   httpHead,
   parseAnswer,
   rawConnect,
   rawRequest,
   readAnswer,
+  writeWhileOpen,
 } from './helpers/raw.js';
 import {
   basic,
@@ -226,18 +228,8 @@ describe('bodies an upload route does not stream', () => {
         `Content-Length: ${total}`,
       ]),
     );
-    socket.write(Buffer.alloc(1024));
     // Without credentials: 401 before a byte of the body is read; the client goes on sending.
-    let sent = 1024;
-    while (sent < total && !socket.destroyed) {
-      const chunk = Buffer.alloc(Math.min(256 * 1024, total - sent));
-      sent += chunk.length;
-      if (!socket.write(chunk))
-        await new Promise((resolve) => {
-          socket.once('drain', resolve);
-          socket.once('close', resolve);
-        });
-    }
+    const sent = await writeWhileOpen(socket, filler(total, 256 * 1024, 0));
     const a = await answer;
     assert.equal(a.status, 401, a.head);
     assert.match(a.head, /^connection: close$/im);
@@ -266,16 +258,7 @@ describe('bodies on routes that take none', () => {
             `Content-Length: ${3 * 1024 ** 3}`,
           ]),
         );
-        let sent = 0;
-        const chunk = Buffer.alloc(1024 * 1024, 0x61);
-        while (sent < 256 * 1024 * 1024 && !socket.destroyed && socket.writable) {
-          sent += chunk.length;
-          if (!socket.write(chunk))
-            await new Promise((resolve) => {
-              socket.once('drain', resolve);
-              socket.once('close', resolve);
-            });
-        }
+        const sent = await writeWhileOpen(socket, filler(256 * 1024 * 1024, 1024 * 1024));
         const a = await answer;
         assert.ok(a.status !== null, 'answered');
         assert.match(a.head, /^connection: close$/im);
@@ -413,13 +396,14 @@ describe('multipart bytes outside its files (found by a probe)', () => {
         'Connection: close',
       ]),
     );
-    for (const piece of pieces)
-      for (let at = 0; at < piece.length && !socket.destroyed; at += 256 * 1024)
-        if (!socket.write(piece.subarray(at, at + 256 * 1024)))
-          await new Promise((resolve) => {
-            socket.once('drain', resolve);
-            socket.once('close', resolve);
-          });
+    await writeWhileOpen(
+      socket,
+      pieces.flatMap((piece) =>
+        Array.from({ length: Math.ceil(piece.length / (256 * 1024)) }, (_, k) =>
+          piece.subarray(k * 256 * 1024, (k + 1) * 256 * 1024),
+        ),
+      ),
+    );
     return answer;
   }
 

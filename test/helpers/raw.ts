@@ -103,3 +103,23 @@ export function descriptorsUnder(dir: string): string[] {
   }
   return out;
 }
+
+/** Writes `chunks` as the peer takes them, stopping once the connection closes; answers the bytes written. */
+export async function writeWhileOpen(socket: Socket, chunks: Iterable<Buffer>): Promise<number> {
+  let sent = 0;
+  for (const chunk of chunks) {
+    if (socket.destroyed || !socket.writable) break;
+    sent += chunk.length;
+    if (!socket.write(chunk))
+      await new Promise((resolve) => {
+        socket.once('drain', resolve);
+        socket.once('close', resolve);
+      });
+  }
+  return sent;
+}
+
+/** `total` bytes of `byte` in pieces of `size`, each made when it is needed. */
+export function* filler(total: number, size = 256 * 1024, byte = 0x61): Generator<Buffer> {
+  for (let left = total; left > 0; left -= size) yield Buffer.alloc(Math.min(size, left), byte);
+}
