@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { ParsedMail } from 'mailparser';
+import { rowCount } from './helpers/files.js';
 import { MailSink } from './helpers/peers.js';
 import {
   call,
@@ -114,16 +115,7 @@ describe('password recovery', () => {
 
   test('HEAD sends nothing and issues no link (link scanners and proxies send HEAD freely)', async () => {
     await t.createUser('headless', 'headless-password', { email: 'headless@example.com' });
-    const { db } = t.server.services;
-    const count = async (table: 'outbox' | 'change_tokens') =>
-      Number(
-        (
-          await db
-            .selectFrom(table)
-            .select((eb) => eb.fn.countAll().as('n'))
-            .executeTakeFirstOrThrow()
-        ).n,
-      );
+    const count = (table: 'outbox' | 'change_tokens') => rowCount(t, table);
     const before = [await count('outbox'), await count('change_tokens')];
     for (const path of ['forgetParameters', 'forget', 'firstaccess']) {
       const r = await fetch(`${t.base}/auth/${path}?u=headless`, { method: 'HEAD' });

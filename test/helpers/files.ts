@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
+import type { Database } from '../../src/db/schema.js';
 import { basic, call, type TestServer } from './server.js';
 
 export interface FileEntry {
@@ -67,18 +68,22 @@ export function blobFiles(t: TestServer): Promise<string[]> {
   return walk(path.join(t.dataDir, 'blobs'));
 }
 
+/** How many rows a table holds. */
+export async function rowCount(t: TestServer, table: keyof Database): Promise<number> {
+  const { db } = t.server.services;
+  return Number(
+    (
+      await db
+        .selectFrom(table)
+        .select((eb) => eb.fn.countAll().as('n'))
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
+}
+
 /** What the data dir and the database hold: blob files, temp files, file rows and links. */
 export async function footprint(t: TestServer) {
-  const { db } = t.server.services;
-  const count = async (table: 'files' | 'links' | 'file_contents') =>
-    Number(
-      (
-        await db
-          .selectFrom(table)
-          .select((eb) => eb.fn.countAll().as('n'))
-          .executeTakeFirstOrThrow()
-      ).n,
-    );
+  const count = (table: 'files' | 'links' | 'file_contents') => rowCount(t, table);
   return {
     // Contents live in the blob store, or in the database for small uploads (file_contents).
     blobs: (await blobFiles(t)).length + (await count('file_contents')),
