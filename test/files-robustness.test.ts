@@ -174,6 +174,12 @@ describe('a full disk', () => {
       assert.equal(r.body['description'], 'Service Unavailable');
       assert.equal(r.headers.get('retry-after'), '60');
       assert.deepEqual(await footprint(t), { blobs: 0, temps: 0, files: 0, links: 0 });
+      // The same as a part of a multipart body (it was a 400 "malformed multipart body: ENOSPC",
+      // which tells a client not to retry; found by a crash probe).
+      const multi = await uploadMultipart(t, auth, [{ filename: 'toobig.bin', data: bytes(8 * MiB) }]);
+      assert.equal(multi.status, 503);
+      assert.equal(multi.headers.get('retry-after'), '60');
+      assert.deepEqual(await footprint(t), { blobs: 0, temps: 0, files: 0, links: 0 });
       const ok = await uploadRaw(t, auth, bytes(1000), { file: 'small.bin' });
       assert.equal(ok.status, 200);
     } finally {
