@@ -251,6 +251,11 @@ describe('a send that outlasts its lease', () => {
       await first;
       assert.equal(hook.requests.length, 1);
       assert.equal((await outboxRow(t, id)).status, 'sent');
+      // The same at every attempt: how a gateway tells a copy sent again after a crash.
+      assert.equal(
+        hook.requests[0]!.headers['remessa-message-id'],
+        `${id}.${(await outboxRow(t, id)).created_at}`,
+      );
     } finally {
       await t.close();
       await hook.close();
@@ -453,8 +458,17 @@ describe('outbox', () => {
 
       const second = await startTestServer({ dataDir, env });
       try {
-        await mail.take('r1@example.com');
+        const m1 = await mail.take('r1@example.com');
         await mail.take('r2@example.com');
+        // Its Message-ID comes from the outbox row: a copy sent again after a crash (sent, not yet
+        // recorded) has the same one, and the receiving side can drop it (found by a crash probe).
+        const row = await second.server.services.db
+          .selectFrom('outbox')
+          .select(['id', 'created_at'])
+          .where('recipient', '=', 'r1@example.com')
+          .executeTakeFirstOrThrow();
+        const domain = /@([^>\s]+)/.exec(second.server.services.config.mailFrom)![1];
+        assert.equal(m1.messageId, `<remessa.${row.id}.${row.created_at}@${domain}>`);
         await eventually(
           async () => (await second.server.services.notify.list({ status: 'sent' })).length === 2,
         );

@@ -335,6 +335,8 @@ export class NotificationService {
     try {
       try {
         await transport.send({
+          // Unique across installations in practice: the row's id and when it was made.
+          id: `${row.id}.${row.created_at}`,
           channel: row.channel as OutboxChannel,
           to: row.recipient,
           subject: payload.subject,

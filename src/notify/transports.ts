@@ -9,6 +9,12 @@ import type { Channel } from './templates.js';
 export type OutboxChannel = Channel | 'webhook';
 
 export interface OutgoingMessage {
+  /**
+   * The same at every attempt to send one outbox message (and unique to it): a send that went out
+   * but was not recorded (a crash between the two) is sent again, and this is how the receiving
+   * side tells the copy from a new message (the e-mail's Message-ID, the SMS webhook's header).
+   */
+  id: string;
   channel: OutboxChannel;
   to: string;
   subject: string;
@@ -52,6 +58,7 @@ export class SmtpTransport implements Transport {
 
   async send(message: OutgoingMessage): Promise<void> {
     await (await this.transporter()).sendMail({
+      messageId: `<remessa.${message.id}@${/@([^>\s]+)/.exec(this.from)?.[1] ?? 'remessa.invalid'}>`,
       from: this.from,
       to: message.to,
       subject: message.subject,
@@ -126,7 +133,10 @@ export class WebhookTransport implements Transport {
   ) {}
 
   async send(message: OutgoingMessage): Promise<void> {
-    const headers: Record<string, string> = { 'Content-Type': 'application/json' };
+    const headers: Record<string, string> = {
+      'Content-Type': 'application/json',
+      'Remessa-Message-Id': message.id,
+    };
     if (this.user !== null) {
       headers['Authorization'] =
         `Basic ${Buffer.from(`${this.user}:${this.password ?? ''}`).toString('base64')}`;
