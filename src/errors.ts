@@ -73,6 +73,48 @@ export function isOutOfSpace(err: unknown): boolean {
   );
 }
 
+/** Network errors reaching a service a request needs (the database, S3). */
+const UNREACHABLE = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  'EAI_AGAIN',
+]);
+
+/**
+ * Errors of a database or object store that is unreachable or refusing work for now: a request
+ * that met one changed nothing it acknowledged and may be retried. (A commit whose answer was lost
+ * is not one of them: CommitUnknownError, src/db/transaction.ts.)
+ */
+export function isUnavailable(err: unknown): boolean {
+  if (err === null || typeof err !== 'object') return false;
+  const e = err as { code?: unknown; message?: unknown; $metadata?: { httpStatusCode?: number } };
+  if (typeof e.code === 'string') {
+    if (UNREACHABLE.has(e.code)) return true;
+    // PostgreSQL: class 08 (connection exception), 57P01–57P03 (shutting down, cannot connect now).
+    if (/^08[0-9A-Z]{3}$|^57P0[123]$/.test(e.code)) return true;
+  }
+  // S3 answering 503 (SlowDown, ServiceUnavailable) after the SDK's own retries.
+  if (e.$metadata?.httpStatusCode === 503) return true;
+  // node-postgres says these in words only.
+  return (
+    typeof e.message === 'string' &&
+    /^Connection terminated|^timeout exceeded when trying to connect/.test(e.message)
+  );
+}
+
+export const unavailable = () =>
+  new AppError(
+    503,
+    'the database or the file store is unreachable; the request changed nothing, retry later',
+    {
+      'Retry-After': '5',
+    },
+  );
+
 /** What a request that could not be recorded (full disk) answers: retry once space returns. */
 export const outOfSpace = () =>
   new AppError(503, 'storage is full; the request changed nothing, retry later', { 'Retry-After': '60' });

@@ -12,7 +12,15 @@ import Fastify, {
   type FastifyRequest,
   LogController,
 } from 'fastify';
-import { AppError, type ErrorStatus, isOutOfSpace, outOfSpace, STATUS_TEXT } from '../errors.js';
+import {
+  AppError,
+  type ErrorStatus,
+  isOutOfSpace,
+  isUnavailable,
+  outOfSpace,
+  STATUS_TEXT,
+  unavailable,
+} from '../errors.js';
 import { redactUrl } from '../logger.js';
 import type { Services } from '../services.js';
 import {
@@ -312,18 +320,20 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
   }
 
   app.setErrorHandler((raw: FastifyError | AppError, request, reply) => {
-    // A full disk or database is the one 5xx a client can act on: retry later (docs/security.md).
     // A body type a streaming route does not take gets that route's own answer (tus: 415).
     const streaming = request.routeOptions.config?.streamingBody;
+    // A full disk and a service out of reach are the 5xx a client can act on: retry later.
     const err = isOutOfSpace(raw)
       ? outOfSpace()
-      : streaming && (raw as FastifyError).code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
-        ? streaming.refuse()
-        : raw;
+      : isUnavailable(raw)
+        ? unavailable()
+        : streaming && (raw as FastifyError).code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
+          ? streaming.refuse()
+          : raw;
     const status = statusOf(err);
     if (status >= 500 && err === raw)
       request.log.error({ err, url: redactUrl(request.url) }, 'request failed');
-    else if (err !== raw) request.log.warn({ err: raw, url: redactUrl(request.url) }, 'out of space');
+    else if (status >= 500) request.log.warn({ err: raw, url: redactUrl(request.url) }, err.message);
     if (err instanceof AppError) reply.headers(err.headers);
     const detail = err instanceof AppError ? err.detail : status < 500 ? err.message : undefined;
     return sendError(request, reply, status, detail);
