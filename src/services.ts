@@ -142,15 +142,16 @@ async function assemble(
   const intents = new IntentStore(db, database.commits);
   const uploadStore = new UploadStore(db);
   // tus uploads' chunks are owned by their rows as files' blobs are by theirs.
+  const writer = new BlobWriter(blobs, intents, clock, config.inlineMaxBytes);
   const reconciler = new StorageReconciler({
     store: blobs,
     intents,
     catalog: catalogOf(fileStore, uploadStore),
     clock,
     log,
+    writer,
   });
   await reconciler.reconcile();
-  const writer = new BlobWriter(blobs, intents, clock, config.inlineMaxBytes);
   const files = new FileService({
     db,
     store: fileStore,

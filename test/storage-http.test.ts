@@ -184,6 +184,21 @@ describe('a blob store that fails at each step', () => {
     });
   }
 
+  test('fails at finish and then at delete: the failed upload is cleaned up by the next sweep, not an hour later (found by a crash probe)', async () => {
+    store.failAt('finish');
+    store.failAt('delete');
+    try {
+      assert.equal((await uploadRaw(t, auth, bytes(2 * MiB), { file: 'twice.bin' })).status, 500);
+    } finally {
+      store.heal();
+    }
+    const { db } = t.server.services;
+    // Left behind, by a writer that is alive: before, only staleness (an hour) cleared it.
+    assert.equal((await db.selectFrom('blob_intents').selectAll().execute()).length, 1);
+    await t.server.workers.get('file-sweeper')!.runOnce();
+    await nothingStored();
+  });
+
   test('fails at read: 500 envelope before any byte; the file is intact afterwards', async () => {
     const up = await uploadRaw(t, auth, bytes(5000), { file: 'read.bin' });
     const entry = (up.body['files'] as FileEntry[])[0]!;

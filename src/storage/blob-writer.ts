@@ -32,6 +32,8 @@ export const WRITER = `${HOST}/${process.pid}/${randomBytes(6).toString('hex')}`
 
 export class BlobWriter {
   private readonly inFlight = new Set<string>();
+  /** Blobs whose discard failed, tried again by retryDiscards(). */
+  private readonly undiscarded = new Set<string>();
   private timer: NodeJS.Timeout | null = null;
 
   constructor(
@@ -87,8 +89,23 @@ export class BlobWriter {
     if (failure instanceof CommitUnknownError) return;
     if (keys.length === 0) return;
     for (const k of keys) this.untrack(k);
-    await Promise.all(keys.map((k) => this.store.delete(k)));
-    await this.intents.remove(keys);
+    try {
+      await Promise.all(keys.map((k) => this.store.delete(k)));
+      await this.intents.remove(keys);
+    } catch (err) {
+      // The store or the database out of reach: the intents of a live writer would wait an hour.
+      for (const k of keys) this.undiscarded.add(k);
+      throw err;
+    }
+  }
+
+  /** Tries again the discards that failed (each reconcile pass); throws while they still fail. */
+  async retryDiscards(): Promise<number> {
+    const keys = [...this.undiscarded];
+    if (keys.length === 0) return 0;
+    await this.discard(keys);
+    for (const k of keys) this.undiscarded.delete(k);
+    return keys.length;
   }
 
   private track(key: string): void {

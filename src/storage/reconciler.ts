@@ -16,7 +16,7 @@ import type { Db } from '../db/database.js';
 import type { BlobIntentRow } from '../db/schema.js';
 import type { Logger } from '../logger.js';
 import type { BlobStore, PartialWrite } from './blob-store.js';
-import { STALE_MS, WRITER } from './blob-writer.js';
+import { type BlobWriter, STALE_MS, WRITER } from './blob-writer.js';
 import type { IntentStore } from './intent-store.js';
 import { HOST } from './local-blob-store.js';
 
@@ -85,6 +85,8 @@ export interface StorageReconcilerDeps {
   catalog: BlobCatalog;
   clock: Clock;
   log: Logger;
+  /** This process's writer, whose failed discards each pass tries again (absent in the CLI). */
+  writer?: Pick<BlobWriter, 'retryDiscards'>;
 }
 
 export class StorageReconciler {
@@ -93,6 +95,7 @@ export class StorageReconciler {
   private readonly catalog: BlobCatalog;
   private readonly clock: Clock;
   private readonly log: Logger;
+  private readonly writer: StorageReconcilerDeps['writer'];
 
   constructor(deps: StorageReconcilerDeps) {
     ({
@@ -101,6 +104,7 @@ export class StorageReconciler {
       catalog: this.catalog,
       clock: this.clock,
       log: this.log,
+      writer: this.writer,
     } = deps);
   }
 
@@ -111,6 +115,13 @@ export class StorageReconciler {
   }
 
   async reconcile(): Promise<ReconcileResult> {
+    // First what this process failed to discard (the store or database was out of reach): its
+    // intents are a live writer's, which the rest of the pass leaves alone for an hour.
+    const retried = await this.writer?.retryDiscards().catch((err: unknown) => {
+      this.log.warn({ err }, 'discarding the blobs of failed uploads failed again; next pass tries again');
+      return 0;
+    });
+    if (retried) this.log.info({ blobs: retried }, 'discarded the blobs of failed uploads');
     const now = this.clock.now();
     // Partial writes first, intents second: a write that starts in between has its intent in the
     // second snapshot, so it is never taken for an intent-less leftover.
