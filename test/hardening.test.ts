@@ -355,6 +355,33 @@ describe('framing and codings an upload cannot be stored from (found by a probe)
     );
     assert.equal(typed.status, 415, typed.head);
     assertEnvelope(typed.json, 415);
+    // A compressed PATCH would be stored compressed too.
+    const created = await rawRequest(
+      t.origin,
+      httpHead('POST', `${apiPath(t)}/uploads`, hostOf(t), [
+        `Authorization: ${auth}`,
+        'Tus-Resumable: 1.0.0',
+        'Upload-Length: 5',
+        `Upload-Metadata: filename ${Buffer.from('z.bin').toString('base64')}`,
+        'Connection: close',
+      ]),
+    );
+    assert.equal(created.status, 201, created.head);
+    const location = /^location: (\S+)$/im.exec(created.head)![1]!;
+    const gzipped = await rawRequest(
+      t.origin,
+      httpHead('PATCH', location, hostOf(t), [
+        `Authorization: ${auth}`,
+        'Tus-Resumable: 1.0.0',
+        'Upload-Offset: 0',
+        'Content-Type: application/offset+octet-stream',
+        'Content-Encoding: gzip',
+        'Content-Length: 5',
+      ]),
+      'hello',
+    );
+    assert.equal(gzipped.status, 415, gzipped.head);
+    assertEnvelope(gzipped.json, 415);
   });
 });
 

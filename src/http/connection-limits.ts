@@ -64,6 +64,11 @@ export function guardBodies(app: FastifyInstance): void {
     (streaming: StreamingBody): preParsingHookHandler =>
     (request, _reply, payload, done) => {
       if (!hasBody(request.raw)) return done(null, payload);
+      // A compressed body would be stored compressed, as a file the sender never had (any upload
+      // route: POST /upload and tus PATCH alike).
+      const coding = request.headers['content-encoding'];
+      if (coding !== undefined && coding.trim().toLowerCase() !== 'identity')
+        return done(new AppError(415, 'Content-Encoding is not supported: send the file as it is'));
       if (streamed(streaming, request.raw)) return done(null, payload);
       // A small one is parsed as on any route (then authentication answers first, as it always
       // did); a large or chunked one is refused unread.
@@ -74,14 +79,14 @@ export function guardBodies(app: FastifyInstance): void {
   const onSend: onSendHookHandler = (request, reply, payload, done) => {
     if (hasBody(request.raw) && !request.raw.readableEnded) {
       reply.header('Connection', 'close');
-      const socket = request.raw.socket;
+      const raw = request.raw;
+      const socket = raw.socket;
       early.add(socket);
       // After a `Connection: close` answer Node ends the socket and destroys it at once. With the
       // client's bytes still unread, that is a reset, and a reset can take the answer with it
       // before the client reads it. So only the sending side ends (the client sees the answer,
       // then the end); discardRestOfBody keeps reading, and ends the connection when the client
       // stops or at its limits; once the body is all read, the connection closes (nothing unread).
-      const raw = request.raw;
       (socket as Socket & { destroySoon: () => void }).destroySoon = () => {
         socket.end();
         if (raw.readableEnded || raw.destroyed) socket.destroy();

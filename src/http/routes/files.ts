@@ -145,10 +145,6 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
     badRequest('body must be multipart/form-data or application/octet-stream (Content-Type or Content_type)');
 
   function bodyKind(request: FastifyRequest): BodyKind {
-    // A compressed body would be stored compressed, as a file the sender never had.
-    const coding = request.headers['content-encoding'];
-    if (coding !== undefined && coding.trim().toLowerCase() !== 'identity')
-      throw new AppError(415, 'Content-Encoding is not supported: send the file as it is');
     if (request.isMultipart()) return 'multipart';
     if (!(request.headers['content-type'] ?? '').toLowerCase().startsWith('application/octet-stream'))
       throw notAnUploadBody();
