@@ -1,6 +1,7 @@
 // The one test helper: starts the real server on a free port with a temp data dir, captures its
 // log lines (so tests can prove secrets never reach them) and cleans everything up.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -45,13 +46,57 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
+/**
+ * A port for a child process to listen on later. Not one the kernel hands out for `listen(0)`:
+ * every test file runs in parallel and binds ephemeral ports, and one of them once took a port in
+ * the seconds between this check and the child's own listen (the README test's second server
+ * failed with EADDRINUSE, and its readiness poll was answered by another test's server). Below the
+ * ephemeral range only callers of this function pick ports, at random, and each is checked free.
+ */
 export async function freePort(): Promise<number> {
+  const [ephemeralLow] = ephemeralRange();
+  const high = Math.min(ephemeralLow, 65536) - 1;
+  const low = Math.max(1024, high - 12_000);
+  for (let attempt = 0; attempt < 50 && high > low; attempt++) {
+    const port = low + Math.floor(Math.random() * (high - low + 1));
+    if (handedOut.has(port)) continue;
+    if (await canListen(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+  return listenOnce(0);
+}
+
+const handedOut = new Set<number>();
+
+function ephemeralRange(): [number, number] {
+  try {
+    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8')
+      .trim()
+      .split(/\s+/)
+      .map(Number);
+    if (low && high) return [low, high];
+  } catch {
+    // not Linux: the IANA dynamic range
+  }
+  return [49152, 65535];
+}
+
+async function canListen(port: number): Promise<boolean> {
+  return listenOnce(port).then(
+    () => true,
+    () => false,
+  );
+}
+
+function listenOnce(port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
+    srv.listen(port, '127.0.0.1', () => {
+      const bound = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(bound));
     });
   });
 }
