@@ -43,4 +43,4 @@ if (result.status !== 0) {
   const lines = `${result.stderr ?? ''}${result.stdout ?? ''}`.split('\n').filter((l) => /ERR|error/i.test(l));
   skip(`node-gyp failed: ${result.error?.message ?? lines.slice(0, 6).join(' | ')}`);
 }
-console.log('native: built native/build/Release/remessa_native.node (sendfile downloads, upload hashing, malloc tuning)');
+console.log('native: built native/build/Release/remessa_native.node (sendfile downloads, upload hashing, malloc tuning, accepting waiting connections)');

@@ -37,6 +37,8 @@ export interface NativeModule {
   digestHashed(writer: object): string;
   /** Releases the writer's descriptor (once the batch in flight, if any, has ended). */
   closeHashed(writer: object): void;
+  /** Descriptors of up to `max` connections waiting on the listening socket `listenFd` (accept4). */
+  acceptPending(listenFd: number, max: number): number[];
 }
 
 let loaded: NativeModule | null | undefined;

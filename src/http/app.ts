@@ -23,6 +23,7 @@ import {
 } from '../errors.js';
 import { redactUrl } from '../logger.js';
 import type { Services } from '../services.js';
+import { acceptWaitingConnections } from './accept-backlog.js';
 import {
   answerClientError,
   checkRequestHead,
@@ -165,6 +166,7 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
   // A client that half-closes after a complete request (SHUT_WR) still gets its answer; Node's
   // default would end the connection before the upload is even stored.
   (app.server as typeof app.server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
+  acceptWaitingConnections(app.server);
   limitConnectionsPerAddress(app.server, config.maxConnectionsPerAddress);
   checkRequestHead(app);
   guardBodies(app);
