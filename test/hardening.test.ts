@@ -519,7 +519,7 @@ describe('odd paths', () => {
     }
   });
 
-  test('an Expect the server does not know: a 417 envelope; no Host on HTTP/1.1: a 400 envelope', async () => {
+  test('an Expect the server does not know: a 417 envelope; no Host on HTTP/1.1, two, or an invalid one: a 400 envelope', async () => {
     const t = await startTestServer();
     try {
       const expect = await rawRequest(
@@ -545,6 +545,30 @@ describe('odd paths', () => {
       // HTTP/1.0 has no Host requirement: it reaches the route (a 401 for want of credentials).
       const old = await rawRequest(t.origin, `GET ${apiPath(t)}/download/list?page=1 HTTP/1.0\r\n\r\n`);
       assert.equal(old.status, 401, old.head);
+      // Two Host lines (Node keeps the first; a proxy may have routed by the other) or one that
+      // names no host: 400 (RFC 9112 §3.2). Names, addresses and bracketed IPv6 reach the route.
+      const target = `${apiPath(t)}/download/list?page=1`;
+      for (const lines of [
+        [`Host: ${hostOf(t)}`, 'Host: other.example'],
+        [`Host: ${hostOf(t)}`, 'host: other.example'],
+        ['Host: exa mple'],
+        ['Host: user@example.com'],
+        ['Host: example.com/path'],
+      ]) {
+        const bad = await rawRequest(
+          t.origin,
+          `GET ${target} HTTP/1.1\r\n${lines.join('\r\n')}\r\nConnection: close\r\n\r\n`,
+        );
+        assert.equal(bad.status, 400, `${lines.join(' | ')}: ${bad.head}`);
+        assertEnvelope(bad.json, 400);
+      }
+      for (const host of ['example.com', 'example.com:8080', '127.0.0.1:1', '[::1]:8080', '']) {
+        const good = await rawRequest(
+          t.origin,
+          `GET ${target} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`,
+        );
+        assert.equal(good.status, 401, `${host}: ${good.head}`);
+      }
     } finally {
       await t.close();
     }

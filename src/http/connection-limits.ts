@@ -128,6 +128,18 @@ function sendContinue(res: ServerResponse): void {
  * - a target that is not a path (`GET *`): 400;
  * - CONNECT: 405, after the answers to the requests before it.
  */
+/** uri-host [ ":" port ] (RFC 3986): a name or IPv4 address, or an IP literal in brackets; may be empty. */
+const HOST_VALUE = /^(?:\[[0-9A-Za-z:.]+\]|[A-Za-z0-9\-._~!$&'()*+,;=%]*)(?::[0-9]*)?$/;
+
+function hostLines(rawHeaders: string[]): number {
+  let n = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    if (name.length === 4 && name.toLowerCase() === 'host') n++;
+  }
+  return n;
+}
+
 export function checkRequestHead(app: FastifyInstance): void {
   const server = app.server;
   const unmet = new WeakSet<IncomingMessage>();
@@ -146,8 +158,14 @@ export function checkRequestHead(app: FastifyInstance): void {
   });
   app.addHook('onRequest', (request, _reply, done) => {
     const raw = request.raw;
-    if (raw.headers.host === undefined && raw.httpVersion === '1.1')
-      return done(new AppError(400, 'the Host header is missing'));
+    const host = raw.headers.host;
+    if (host === undefined) {
+      if (raw.httpVersion === '1.1') return done(new AppError(400, 'the Host header is missing'));
+    } else if (!HOST_VALUE.test(host) || hostLines(raw.rawHeaders) > 1) {
+      // RFC 9112 §3.2: a 400 for more than one Host line or an invalid one. Node keeps the first
+      // of several, while a proxy in front may have routed by another.
+      return done(new AppError(400, 'the Host header must appear once and name a host'));
+    }
     if (unmet.has(raw)) return done(new AppError(417, 'the only expectation understood is 100-continue'));
     // `GET *` was routed to the portal's catch-all page. (Absolute form, http://host/…, is a path.)
     const url = raw.url ?? '';
