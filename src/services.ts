@@ -250,6 +250,14 @@ async function assemble(
         if (n) log.info({ expired: n }, 'expired tus uploads removed');
       },
     },
+    {
+      name: 'download-bookkeeping',
+      intervalMs: 5000,
+      run: async () => {
+        const waiting = await files.retryBookkeeping();
+        if (waiting) log.warn({ waiting }, 'downloads whose bookkeeping waits for the database');
+      },
+    },
     { name: 'prune-revoked-tokens', intervalMs: 60 * 60 * 1000, run: () => auth.pruneRevoked() },
     { name: 'prune-rate-limits', intervalMs: 60 * 60 * 1000, run: () => rateCounter.prune() },
     new FileSweeper({
@@ -289,6 +297,9 @@ async function assemble(
     uploads,
     jobs,
     async close() {
+      // A last try for downloads whose bookkeeping waited for the database (what is still out of
+      // reach now stays as its audit row says: outcome unknown).
+      await files.retryBookkeeping().catch(() => {});
       await notify.stop();
       blobs.close?.();
       await database.close();

@@ -5,10 +5,18 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, open, readdir, rm, truncate, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { bytes, type FileEntry, footprint, uploadMultipart, uploadRaw } from './helpers/files.js';
+import {
+  bytes,
+  type FileEntry,
+  finishedDownloads,
+  footprint,
+  uploadMultipart,
+  uploadRaw,
+} from './helpers/files.js';
 import { eventually } from './helpers/peers.js';
 import { basic, call, startChildServer, startTestServer, type TestServer } from './helpers/server.js';
 
@@ -398,6 +406,65 @@ describe('damaged contents are detected on download', () => {
       );
     } finally {
       await v.close();
+    }
+  });
+});
+
+describe('the database out of reach when a download ends', () => {
+  test("the download's outcome, count and mailbox retirement are written once it is back", async () => {
+    const t = await startTestServer({ env: { REMESSA_RETIRE_ON_DOWNLOAD: 'true' }, startWorkers: false });
+    const { default: SQLite } = await import('better-sqlite3');
+    let holder: InstanceType<typeof SQLite> | null = null;
+    try {
+      await t.createUser('mbox', 'mbox-password');
+      // More than the socket buffers hold, so the response waits for the client to read.
+      const data = bytes(24 * MiB);
+      const up = await uploadRaw(t, basic('mbox', 'mbox-password'), data, { file: 'late.bin' });
+      const url = new URL((up.body['files'] as FileEntry[])[0]!.linkURL);
+      const sock = connect(Number(url.port), url.hostname, () =>
+        sock.write(`GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`),
+      );
+      sock.on('error', () => {});
+      // The first bytes arrive (the audit row is committed), then the client stops reading.
+      await new Promise((resolve) => sock.once('data', resolve));
+      sock.pause();
+      // Another process holds SQLite's write lock: the server's writes fail with SQLITE_BUSY.
+      holder = new SQLite(path.join(t.dataDir, 'remessa.db'));
+      holder.exec('BEGIN IMMEDIATE');
+      let received = 0;
+      sock.on('data', (d: Buffer) => {
+        received += d.length;
+      });
+      const closed = new Promise((resolve) => sock.once('close', resolve));
+      sock.resume();
+      await closed;
+      assert.ok(received >= data.length, `${received} bytes`);
+      const waiting = t.server.workers.get('download-bookkeeping')!;
+      // Give the server's write its 5 s of busy waiting, then see it failed and left no count.
+      await eventually(
+        async () => t.logs.some((l) => l.includes('after the download: bookkeeping failed')),
+        30_000,
+      );
+      holder.exec('ROLLBACK');
+      holder.close();
+      holder = null;
+      assert.equal((await finishedDownloads(t)).length, 0, 'no outcome yet');
+      await waiting.runOnce();
+      const [row] = await finishedDownloads(t);
+      assert.match(row!.detail!, /"bytes":25165824,"complete":true/);
+      const links = await t.server.services.db.selectFrom('links').select('downloads').execute();
+      assert.deepEqual(
+        links.map((l) => l.downloads),
+        [1],
+      );
+      // Mailbox mode: the complete download retired the file, as it would have at once.
+      assert.equal((await call(url.href)).status, 401);
+      // Nothing is left to try, and trying again changes nothing.
+      await waiting.runOnce();
+      assert.equal((await finishedDownloads(t)).length, 1);
+    } finally {
+      holder?.close();
+      await t.close();
     }
   });
 });

@@ -9,8 +9,8 @@ import type { Config } from '../config.js';
 import { type Db, isUniqueViolation } from '../db/database.js';
 import type { GroupCommit, MergedWork } from '../db/group-commit.js';
 import type { FileRow, LinkRow, UserRow } from '../db/schema.js';
-import { inTransaction } from '../db/transaction.js';
-import { AppError, badRequest, unauthorized } from '../errors.js';
+import { CommitUnknownError, inTransaction } from '../db/transaction.js';
+import { AppError, badRequest, isOutOfSpace, isUnavailable, unauthorized } from '../errors.js';
 import { type Keys, randomToken, sha256 } from '../security/keys.js';
 import type { ByteRange, StoredBlob } from '../storage/blob-store.js';
 import { type BlobWriter, IN_DATABASE } from '../storage/blob-writer.js';
@@ -78,6 +78,21 @@ interface Outcome {
   countedLink: number | null;
 }
 
+/**
+ * A finished download's bookkeeping that failed with the database out of reach: what is left of
+ * it, from `step` on (0 the outcome, then each download hook, then the mailbox retirement).
+ */
+interface UnfinishedBookkeeping {
+  found: FileWithLink;
+  row: number;
+  outcome: DownloadOutcome;
+  remote: string | null;
+  step: number;
+}
+
+/** Finished downloads whose bookkeeping waits for the database; past this, the oldest are dropped. */
+const MAX_UNFINISHED = 10_000;
+
 export interface FileDeps {
   db: Db;
   store: FileStore;
@@ -106,6 +121,7 @@ export class FileService {
   private readonly commits: GroupCommit;
   private readonly uploadHooks: UploadHook[] = [];
   private readonly downloadHooks: DownloadHook[] = [];
+  private unfinished: UnfinishedBookkeeping[] = [];
   /** The outcomes of one batch, written together (on PostgreSQL a few statements for them all). */
   private readonly outcomes: MergedWork<Outcome, void> = {
     runAll: async (trx, outcomes) => {
@@ -159,7 +175,9 @@ export class FileService {
   /**
    * After a download response is over: its audit row gets the outcome (complete or not, bytes,
    * range) and a complete one is counted, in one transaction; then the download hooks run and, in
-   * mailbox mode, the file is retired.
+   * mailbox mode, the file is retired. A step that fails with the database out of reach, busy or
+   * full is tried again (with those after it) by retryBookkeeping; not one whose commit's outcome is
+   * unknown, where a second try could count the download twice. Throws the failure either way.
    */
   async downloadFinished(
     found: FileWithLink,
@@ -167,22 +185,59 @@ export class FileService {
     outcome: DownloadOutcome,
     remote: string | null,
   ): Promise<void> {
-    const { file, link } = found;
-    const entry = downloadEntry(found, remote, {
-      bytes: outcome.bytes,
-      complete: outcome.complete,
-      ...(outcome.range ? rangeDetail(outcome.range) : {}),
-    });
-    // Nobody waits on this (the response is over): it commits without holding a commit slot for
-    // the disk, which syncs it soon after (group-commit.ts, RunOptions.durable).
-    await this.commits.runMerged(
-      this.outcomes,
-      { row, entry, countedLink: outcome.complete ? link.id : null },
-      { durable: false },
-    );
+    const work: UnfinishedBookkeeping = { found, row, outcome, remote, step: 0 };
+    try {
+      await this.bookkeep(work);
+    } catch (err) {
+      if (mayTryAgain(err) && this.unfinished.push(work) > MAX_UNFINISHED) this.unfinished.shift();
+      throw err;
+    }
+  }
+
+  /**
+   * Tries the bookkeeping of downloads that failed for want of the database again (a background
+   * job, and at shutdown). Returns how many are still waiting.
+   */
+  async retryBookkeeping(): Promise<number> {
+    const waiting = this.unfinished;
+    this.unfinished = [];
+    for (const [i, work] of waiting.entries()) {
+      try {
+        await this.bookkeep(work);
+      } catch (err) {
+        if (!mayTryAgain(err)) continue;
+        // Still out of reach: this one and the rest wait for the next pass, in their order.
+        this.unfinished = [...waiting.slice(i), ...this.unfinished].slice(-MAX_UNFINISHED);
+        break;
+      }
+    }
+    return this.unfinished.length;
+  }
+
+  /** Runs the steps of a download's bookkeeping from `work.step` on, advancing it as each commits. */
+  private async bookkeep(work: UnfinishedBookkeeping): Promise<void> {
+    const { found, row, outcome, remote } = work;
+    if (work.step === 0) {
+      const entry = downloadEntry(found, remote, {
+        bytes: outcome.bytes,
+        complete: outcome.complete,
+        ...(outcome.range ? rangeDetail(outcome.range) : {}),
+      });
+      // Nobody waits on this (the response is over): it commits without holding a commit slot for
+      // the disk, which syncs it soon after (group-commit.ts, RunOptions.durable).
+      await this.commits.runMerged(
+        this.outcomes,
+        { row, entry, countedLink: outcome.complete ? found.link.id : null },
+        { durable: false },
+      );
+      work.step = 1;
+    }
     if (!outcome.complete) return;
-    for (const hook of this.downloadHooks) await hook(found, remote);
-    if (this.config.retireOnDownload && file.state === 'area') await this.retire(file, 'downloaded');
+    for (; work.step <= this.downloadHooks.length; work.step++)
+      await this.downloadHooks[work.step - 1]!(found, remote);
+    if (this.config.retireOnDownload && found.file.state === 'area')
+      await this.retire(found.file, 'downloaded');
+    work.step++;
   }
 
   /** Access to a file's blob for the download response, reporting damage to the audit trail. */
@@ -437,6 +492,13 @@ export class FileService {
       return moved;
     });
   }
+}
+
+/** A failure that changed nothing and may pass: the database unreachable, busy or full. */
+function mayTryAgain(err: unknown): boolean {
+  if (err instanceof CommitUnknownError) return false;
+  const code = (err as { code?: unknown } | null)?.code;
+  return isUnavailable(err) || isOutOfSpace(err) || code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED';
 }
 
 function rangeDetail(range: ByteRange): { range: string } {

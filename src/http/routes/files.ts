@@ -286,11 +286,14 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
           .catch(() => {});
       throw err;
     }
-    try {
-      for (const { row } of begun) await files.downloadFinished(found, row, outcome, request.ip);
-    } catch (err) {
-      // The response is over. If the outcome could not be written, the row still says unknown.
-      request.log.warn({ err }, 'after the download: bookkeeping failed');
+    for (const { row } of begun) {
+      try {
+        await files.downloadFinished(found, row, outcome, request.ip);
+      } catch (err) {
+        // The response is over. Until the outcome is written the row says unknown; with the
+        // database out of reach, the service tries again (FileService.retryBookkeeping).
+        request.log.warn({ err }, 'after the download: bookkeeping failed');
+      }
     }
   }
 
