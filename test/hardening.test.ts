@@ -718,6 +718,42 @@ describe('tokens never reach the access log, however they are spelled', () => {
   });
 });
 
+describe('answers written before routing', () => {
+  test('a malformed request and a CONNECT get an access-log line and a count, without the request itself', async () => {
+    const t = await startTestServer();
+    try {
+      const secret = randomBytes(16).toString('hex');
+      const bad = await rawRequest(
+        t.origin,
+        `GET /v1/x?k=${secret} HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n`,
+      );
+      assert.equal(bad.status, 400, bad.head);
+      const connect = await rawRequest(
+        t.origin,
+        httpHead('CONNECT', 'example.com:443', 'example.com:443', []),
+      );
+      assert.equal(connect.status, 405, connect.head);
+      const lines = () => t.logs.filter((l) => l.includes('"msg":"request refused before routing"'));
+      await eventually(async () => lines().length >= 2);
+      const [first, second] = lines().map((l) => JSON.parse(l) as Record<string, unknown>);
+      assert.equal(first!['status'], 400);
+      assert.equal(first!['remote'], '127.0.0.1');
+      assert.match(String(first!['reason']), /^malformed HTTP request \(HPE_/);
+      assert.equal(second!['status'], 405);
+      assert.equal(second!['method'], 'CONNECT');
+      assert.deepEqual(
+        t.logs.filter((l) => l.includes(secret)),
+        [],
+      );
+      const metrics = await t.server.services.metrics.scrape();
+      assert.match(metrics, /route="unmatched",method="other",status="400"\} 1/);
+      assert.match(metrics, /route="unmatched",method="other",status="405"\} 1/);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
 describe('slow clients are cut off', () => {
   let t: TestServer;
   before(async () => {

@@ -25,11 +25,12 @@ import { redactUrl } from '../logger.js';
 import type { Services } from '../services.js';
 import { acceptWaitingConnections } from './accept-backlog.js';
 import {
-  answerClientError,
   checkRequestHead,
+  clientErrorAnswerer,
   guardBodies,
   limitBodyTime,
   limitConnectionsPerAddress,
+  type RawAnswerSeen,
   serializePipelining,
 } from './connection-limits.js';
 import { APIVER, errorEnvelope, oauthError } from './presenters.js';
@@ -131,6 +132,11 @@ const DOCS_CSP = [
 
 export async function buildApp(services: Services, opts: AppOptions = {}): Promise<FastifyInstance> {
   const { config, log } = services;
+  // Answers written before any route saw the request get their access-log line and count too.
+  const seenRaw: RawAnswerSeen = ({ status, method, remote, reason }) => {
+    log.info({ method, status, remote, reason }, 'request refused before routing');
+    services.metrics.observeRequest(null, method ?? 'other', status, 0);
+  };
   const hsts = config.baseUrl.startsWith('https://');
   const securityHeaders: Record<string, string> = {
     ...(hsts ? { 'Strict-Transport-Security': HSTS } : {}),
@@ -148,7 +154,7 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     // Requests Node cannot even parse (bad header, raw non-ASCII in the URL) still get an envelope,
     // after the answers to the requests before them on the connection.
-    clientErrorHandler: answerClientError,
+    clientErrorHandler: clientErrorAnswerer(seenRaw),
     // A path Fastify cannot decode (a bad percent escape): our envelope, not Fastify's own answer
     // (which echoed the URL back, without the security headers).
     frameworkErrors: (err, request, reply) => {
@@ -168,7 +174,7 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
   (app.server as typeof app.server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   acceptWaitingConnections(app.server);
   limitConnectionsPerAddress(app.server, config.maxConnectionsPerAddress);
-  checkRequestHead(app);
+  checkRequestHead(app, seenRaw);
   guardBodies(app);
   serializePipelining(app);
   limitBodyTime(app, {

@@ -140,7 +140,7 @@ function hostLines(rawHeaders: string[]): number {
   return n;
 }
 
-export function checkRequestHead(app: FastifyInstance): void {
+export function checkRequestHead(app: FastifyInstance, seen: RawAnswerSeen): void {
   const server = app.server;
   const unmet = new WeakSet<IncomingMessage>();
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
@@ -154,7 +154,9 @@ export function checkRequestHead(app: FastifyInstance): void {
   // Node ends the connection of a CONNECT nobody listens for, cutting off the answers before it.
   server.on('connect', (_req: IncomingMessage, socket: Socket) => {
     socket.on('error', () => {});
-    answerAfterInFlight(socket, rawErrorResponse(405, 'CONNECT is not served here'));
+    const reason = 'CONNECT is not served here';
+    seen({ status: 405, method: 'CONNECT', remote: socket.remoteAddress ?? null, reason });
+    answerAfterInFlight(socket, rawErrorResponse(405, reason));
   });
   app.addHook('onRequest', (request, _reply, done) => {
     const raw = request.raw;
@@ -227,35 +229,52 @@ const IN_FLIGHT_WAIT_MS = 60_000;
 type SocketWithResponse = Socket & { _httpMessage?: ServerResponse | null };
 
 /**
+ * Told of each answer written on the socket before a route saw the request (a request Node could
+ * not parse, CONNECT), for the access log and the metrics, which otherwise never hear of them.
+ */
+export type RawAnswerSeen = (answer: {
+  status: number;
+  method: string | null;
+  remote: string | null;
+  reason: string;
+}) => void;
+
+/**
  * Answers a request Node could not parse (Fastify's clientErrorHandler): a 400 envelope (408 for
  * Node's own time limits), then the connection is closed. A bad request pipelined behind good
  * ones waits for their answers first: writing at once would put the 400 where the client expects
  * an earlier request's answer (or in the middle of its body), and an upload already stored would
  * lose its 200.
  */
-export function answerClientError(err: Error, socket: Socket): void {
-  if (failing.has(socket)) return;
-  failing.add(socket);
-  if (!socket.writable) return;
-  // This request was answered already, before its body was read: a second answer would be taken
-  // by the client as that of its next request.
-  if (early.has(socket)) {
-    socket.destroy();
-    return;
-  }
-  const code = (err as NodeJS.ErrnoException).code;
-  // Node's own time limits on a request's headers and whole request (docs/security.md).
-  const answer =
-    code === 'ERR_HTTP_REQUEST_TIMEOUT' || code === 'ERR_HTTP_HEADERS_TIMEOUT'
-      ? rawErrorResponse(408, 'the request did not arrive in time')
-      : rawErrorResponse(
-          400,
-          // (cut in its head or in its body)
-          code === 'HPE_INVALID_EOF_STATE'
-            ? 'the request ended before it was complete'
-            : 'malformed HTTP request',
-        );
-  answerAfterInFlight(socket, answer);
+export function clientErrorAnswerer(seen: RawAnswerSeen): (err: Error, socket: Socket) => void {
+  return (err, socket) => {
+    if (failing.has(socket)) return;
+    failing.add(socket);
+    if (!socket.writable) return;
+    // This request was answered already, before its body was read: a second answer would be taken
+    // by the client as that of its next request.
+    if (early.has(socket)) {
+      socket.destroy();
+      return;
+    }
+    const code = (err as NodeJS.ErrnoException).code;
+    // Node's own time limits on a request's headers and whole request (docs/security.md).
+    const timedOut = code === 'ERR_HTTP_REQUEST_TIMEOUT' || code === 'ERR_HTTP_HEADERS_TIMEOUT';
+    const status = timedOut ? 408 : 400;
+    const reason = timedOut
+      ? 'the request did not arrive in time'
+      : // (cut in its head or in its body)
+        code === 'HPE_INVALID_EOF_STATE'
+        ? 'the request ended before it was complete'
+        : 'malformed HTTP request';
+    seen({
+      status,
+      method: null,
+      remote: socket.remoteAddress ?? null,
+      reason: code ? `${reason} (${code})` : reason,
+    });
+    answerAfterInFlight(socket, rawErrorResponse(status, reason));
+  };
 }
 
 /**
