@@ -111,6 +111,17 @@ describe('tus uploads', () => {
     assert.equal(r.headers.get('tus-checksum-algorithm'), 'sha256');
   });
 
+  test('a method an upload URL does not take: 405 with Allow, as for any route (was a 404)', async () => {
+    for (const method of ['POST', 'PUT']) {
+      const r = await fetch(`${t.base}/uploads/AnyIdAtAll`, { method });
+      assert.equal(r.status, 405, method);
+      assert.equal(r.headers.get('allow'), 'GET, HEAD, DELETE, PATCH');
+      assert.equal(((await r.json()) as { status: number }).status, 405);
+    }
+    // A path that names nothing is still a 404, whatever the method.
+    assert.equal((await fetch(`${t.base}/uploads/a/b`, { method: 'POST' })).status, 404);
+  });
+
   test('creation refuses bad metadata, like POST /upload, before storing anything', async () => {
     const before = await counts(t);
     const cases: [Record<string, string>, number, string][] = [

@@ -25,6 +25,7 @@ import { redactUrl } from '../logger.js';
 import type { Services } from '../services.js';
 import { acceptWaitingConnections } from './accept-backlog.js';
 import {
+  asArray,
   checkRequestHead,
   clientErrorAnswerer,
   guardBodies,
@@ -172,6 +173,19 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
   // A client that half-closes after a complete request (SHUT_WR) still gets its answer; Node's
   // default would end the connection before the upload is even stored.
   (app.server as typeof app.server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
+  // Every route's path as a pattern, to tell a wrong method (405 with Allow) from a path that
+  // names nothing (404). (app.hasRoute compares templates: /uploads/abc is not /uploads/:id.)
+  const routePatterns: { method: string; pattern: RegExp }[] = [];
+  app.addHook('onRoute', (route) => {
+    const pattern = new RegExp(
+      `^${route.url
+        .split('/')
+        .map((part) => (part.startsWith(':') ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+        .join('/')}/?$`,
+    );
+    for (const method of asArray(route.method)) routePatterns.push({ method, pattern });
+  });
+
   acceptWaitingConnections(app.server);
   limitConnectionsPerAddress(app.server, config.maxConnectionsPerAddress);
   checkRequestHead(app, seenRaw);
@@ -349,14 +363,9 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
 
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?', 1)[0]!;
-    const allowed = METHODS.filter((method) => {
-      try {
-        return app.hasRoute({ method, url: path });
-      } catch {
-        // The router reads the path as a route pattern and refuses some ('/*a/b'): no such route.
-        return false;
-      }
-    });
+    const allowed = METHODS.filter((method) =>
+      routePatterns.some((r) => r.method === method && r.pattern.test(path)),
+    );
     if (allowed.length > 0) {
       reply.header('Allow', allowed.join(', '));
       return sendError(request, reply, 405);

@@ -214,7 +214,7 @@ export function checkRequestHead(app: FastifyInstance, seen: RawAnswerSeen): voi
   });
 }
 
-const asArray = <T>(value: T | T[] | undefined): T[] =>
+export const asArray = <T>(value: T | T[] | undefined): T[] =>
   value === undefined ? [] : Array.isArray(value) ? value : [value];
 
 /** Connections whose request was answered before its body had arrived (guardBodies). */
