@@ -3,9 +3,12 @@
 // every turn served the busy ones). The clients connect from a worker thread while the server's
 // thread is blocked, so they are all in the queue when its loop next polls.
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
 import type { Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { Worker } from 'node:worker_threads';
+import { acceptWaitingConnections } from '../src/http/accept-backlog.js';
+import type { NativeModule } from '../src/native.js';
 import { NATIVE_SKIP } from './helpers/native.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
@@ -76,4 +79,36 @@ describe('a burst of new connections', { skip: NATIVE_SKIP }, () => {
       http.off('connection', count);
     }
   });
+});
+
+describe('a native module without a working acceptPending', () => {
+  for (const [what, native] of [
+    ['built by an older version (no acceptPending)', {}],
+    [
+      'whose acceptPending throws',
+      {
+        acceptPending: () => {
+          throw new Error('boom');
+        },
+      },
+    ],
+  ] as const) {
+    test(`${what}: connections are served at libuv's pace, the process lives`, async () => {
+      const server = createServer((_req, res) => res.end('ok'));
+      acceptWaitingConnections(server, native as unknown as NativeModule);
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      try {
+        const { port } = server.address() as { port: number };
+        const answers = await Promise.all(
+          Array.from({ length: 5 }, () =>
+            fetch(`http://127.0.0.1:${port}/`, { headers: { connection: 'close' } }).then((r) => r.text()),
+          ),
+        );
+        assert.deepEqual(answers, ['ok', 'ok', 'ok', 'ok', 'ok']);
+      } finally {
+        server.closeAllConnections();
+        await new Promise((resolve) => server.close(resolve));
+      }
+    });
+  }
 });

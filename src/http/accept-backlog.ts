@@ -6,7 +6,8 @@
 // seconds: in 1 MiB downloads at 1,000 connections, 300 of them were still in the kernel's queue
 // 4 s into the run, and those clients made the p99 (docs/benchmarks.md, session 16). After libuv
 // accepts one, the native module takes the rest that are waiting (up to a bound per turn), and each
-// becomes a socket exactly as Node's own accept makes it. Without the native module, libuv's pace.
+// becomes a socket as Node's own accept makes it for an HTTP server. Without the native module (or
+// with one built before it had this), libuv's pace.
 import { type Server, Socket } from 'node:net';
 import { nativeModule } from '../native.js';
 
@@ -26,7 +27,8 @@ interface ServerInternals {
 }
 
 export function acceptWaitingConnections(server: Server, native = nativeModule()): void {
-  if (!native) return;
+  // A module built by an older version (only the JavaScript rebuilt since) lacks the function.
+  if (typeof native?.acceptPending !== 'function') return;
   const internals = server as unknown as ServerInternals;
   let accepting = false;
   server.prependListener('connection', () => {
@@ -37,13 +39,19 @@ export function acceptWaitingConnections(server: Server, native = nativeModule()
     accepting = true;
     try {
       for (const conn of native.acceptPending(fd, MAX_PER_TURN)) adopt(server, internals, conn);
+    } catch {
+      // Thrown in libuv's accept callback it would end the process; the connections left waiting
+      // are libuv's to accept, one per turn, as without this module.
     } finally {
       accepting = false;
     }
   });
 }
 
-/** What Node's onconnection does with a descriptor libuv accepted. */
+/**
+ * What Node's onconnection does with a descriptor libuv accepted, for the options an HTTP server
+ * uses (not pauseOnConnect, the 'drop' event, blockList or the diagnostics channel).
+ */
 function adopt(server: Server, internals: ServerInternals, fd: number): void {
   const socket = new Socket({
     fd,
@@ -59,7 +67,8 @@ function adopt(server: Server, internals: ServerInternals, fd: number): void {
     return;
   }
   if (internals.noDelay !== false) socket.setNoDelay(true);
-  if (internals.keepAlive) socket.setKeepAlive(true, internals.keepAliveInitialDelay ?? 0);
+  // net.Server keeps the delay in seconds; setKeepAlive takes milliseconds.
+  if (internals.keepAlive) socket.setKeepAlive(true, (internals.keepAliveInitialDelay ?? 0) * 1000);
   // Counted as the server's own, so server.close() waits for it and getConnections() sees it.
   internals._connections++;
   Object.assign(socket, { server, _server: server });
