@@ -1,4 +1,5 @@
 // Starts `remessa serve`: services, HTTP app and background workers, with a clean shutdown.
+import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
 import { type AppOptions, buildApp } from './http/app.js';
@@ -71,6 +72,11 @@ export async function startServer(
     // The portal's address first: it is what a new user opens next.
     `Remessa is serving the portal at ${new URL(config.portalPath, config.baseUrl).href} and the API at ${config.baseUrl}; storage: ${services.blobs.description}`,
   );
+  const connections = new Set<Socket & { _httpMessage?: unknown }>();
+  app.server.on('connection', (socket: Socket) => {
+    connections.add(socket);
+    socket.once('close', () => connections.delete(socket));
+  });
   const workers = new Map(services.jobs.map((job) => [job.name, new PeriodicWorker(job, log)]));
   if (opts.startWorkers !== false) for (const w of workers.values()) w.start();
   let closed = false;
@@ -86,7 +92,13 @@ export async function startServer(
       await metricsServer?.close();
       // Node closes the connections that are idle when closing starts; one whose response was
       // still going out would keep the close waiting for its keep-alive timeout (72 s) once done.
-      const idle = setInterval(() => app.server.closeIdleConnections(), 250);
+      // One still sending its request head is not idle to Node, and closing stops Node's check of
+      // its time limit: a client that never finishes one held the close for ever. Neither has a
+      // request under way, so both are closed, every 250 ms until the close is done.
+      const idle = setInterval(() => {
+        app.server.closeIdleConnections();
+        for (const socket of connections) if (!socket._httpMessage) socket.destroy();
+      }, 250);
       try {
         await app.close();
       } finally {

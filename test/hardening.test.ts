@@ -754,6 +754,27 @@ describe('answers written before routing', () => {
   });
 });
 
+describe('shutdown with clients half-way', () => {
+  test('a client still sending its request head does not hold the shutdown (found by a review)', async () => {
+    const t = await startTestServer();
+    const socket = await rawConnect(t.origin);
+    socket.on('error', () => {});
+    const closedByServer = new Promise((resolve) => socket.once('close', resolve));
+    socket.write(`GET ${apiPath(t)}/healthz HTTP/1.1\r\nHo`);
+    await delay(100);
+    // Node stops timing request heads once closing starts: before, close() waited for the client.
+    const closing = t.close();
+    const verdict = await Promise.race([
+      closing.then(() => 'closed'),
+      delay(30_000).then(() => 'still waiting after 30 s'),
+    ]);
+    socket.destroy();
+    await closing;
+    assert.equal(verdict, 'closed');
+    await closedByServer;
+  });
+});
+
 describe('slow clients are cut off', () => {
   let t: TestServer;
   before(async () => {
