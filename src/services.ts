@@ -38,6 +38,8 @@ import { WebhookStore } from './webhooks/webhook-store.js';
 import { WebhookTransport } from './webhooks/webhook-transport.js';
 import type { BackgroundJob } from './worker.js';
 
+/** How long shutdown waits for a last try at downloads' bookkeeping (FileService.retryBookkeeping). */
+const SHUTDOWN_RETRY_MS = 5000;
 export interface Services {
   config: Config;
   log: Logger;
@@ -298,8 +300,16 @@ async function assemble(
     jobs,
     async close() {
       // A last try for downloads whose bookkeeping waited for the database (what is still out of
-      // reach now stays as its audit row says: outcome unknown).
-      await files.retryBookkeeping().catch(() => {});
+      // reach now stays as its audit row says: outcome unknown), for a few seconds at most: a
+      // database that accepts connections and never answers would hold the shutdown for ever.
+      let giveUp: NodeJS.Timeout | undefined;
+      await Promise.race([
+        files.retryBookkeeping({ force: true }).catch(() => {}),
+        new Promise<void>((resolve) => {
+          giveUp = setTimeout(resolve, SHUTDOWN_RETRY_MS);
+        }),
+      ]);
+      clearTimeout(giveUp);
       await notify.stop();
       blobs.close?.();
       await database.close();

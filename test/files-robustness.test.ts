@@ -17,8 +17,15 @@ import {
   uploadMultipart,
   uploadRaw,
 } from './helpers/files.js';
-import { eventually } from './helpers/peers.js';
-import { basic, call, startChildServer, startTestServer, type TestServer } from './helpers/server.js';
+import { eventually, MailSink } from './helpers/peers.js';
+import {
+  basic,
+  call,
+  closeAll,
+  startChildServer,
+  startTestServer,
+  type TestServer,
+} from './helpers/server.js';
 
 const MiB = 1024 * 1024;
 
@@ -410,45 +417,54 @@ describe('damaged contents are detected on download', () => {
   });
 });
 
+/**
+ * Downloads `url` to the end while another connection holds SQLite's write lock, so the server's
+ * bookkeeping after the response fails (SQLITE_BUSY after its 5 s busy timeout); then lets go.
+ */
+async function endDownloadWhileLocked(t: TestServer, url: URL, length: number): Promise<void> {
+  const { default: SQLite } = await import('better-sqlite3');
+  const failedBefore = t.logs.filter((l) => l.includes('after the download: bookkeeping failed')).length;
+  const sock = connect(Number(url.port), url.hostname, () =>
+    sock.write(`GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`),
+  );
+  sock.on('error', () => {});
+  // The first bytes arrive (the audit row is committed), then the client stops reading.
+  await new Promise((resolve) => sock.once('data', resolve));
+  sock.pause();
+  const holder = new SQLite(path.join(t.dataDir, 'remessa.db'));
+  try {
+    holder.exec('BEGIN IMMEDIATE');
+    let received = 0;
+    sock.on('data', (d: Buffer) => {
+      received += d.length;
+    });
+    const closed = new Promise((resolve) => sock.once('close', resolve));
+    sock.resume();
+    await closed;
+    assert.ok(received >= length, `${received} bytes`);
+    await eventually(
+      async () =>
+        t.logs.filter((l) => l.includes('after the download: bookkeeping failed')).length > failedBefore,
+      30_000,
+    );
+    holder.exec('ROLLBACK');
+  } finally {
+    holder.close();
+  }
+}
+
 describe('the database out of reach when a download ends', () => {
   test("the download's outcome, count and mailbox retirement are written once it is back", async () => {
     const t = await startTestServer({ env: { REMESSA_RETIRE_ON_DOWNLOAD: 'true' }, startWorkers: false });
-    const { default: SQLite } = await import('better-sqlite3');
-    let holder: InstanceType<typeof SQLite> | null = null;
     try {
       await t.createUser('mbox', 'mbox-password');
       // More than the socket buffers hold, so the response waits for the client to read.
       const data = bytes(24 * MiB);
       const up = await uploadRaw(t, basic('mbox', 'mbox-password'), data, { file: 'late.bin' });
       const url = new URL((up.body['files'] as FileEntry[])[0]!.linkURL);
-      const sock = connect(Number(url.port), url.hostname, () =>
-        sock.write(`GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`),
-      );
-      sock.on('error', () => {});
-      // The first bytes arrive (the audit row is committed), then the client stops reading.
-      await new Promise((resolve) => sock.once('data', resolve));
-      sock.pause();
-      // Another process holds SQLite's write lock: the server's writes fail with SQLITE_BUSY.
-      holder = new SQLite(path.join(t.dataDir, 'remessa.db'));
-      holder.exec('BEGIN IMMEDIATE');
-      let received = 0;
-      sock.on('data', (d: Buffer) => {
-        received += d.length;
-      });
-      const closed = new Promise((resolve) => sock.once('close', resolve));
-      sock.resume();
-      await closed;
-      assert.ok(received >= data.length, `${received} bytes`);
-      const waiting = t.server.workers.get('download-bookkeeping')!;
-      // Give the server's write its 5 s of busy waiting, then see it failed and left no count.
-      await eventually(
-        async () => t.logs.some((l) => l.includes('after the download: bookkeeping failed')),
-        30_000,
-      );
-      holder.exec('ROLLBACK');
-      holder.close();
-      holder = null;
+      await endDownloadWhileLocked(t, url, data.length);
       assert.equal((await finishedDownloads(t)).length, 0, 'no outcome yet');
+      const waiting = t.server.workers.get('download-bookkeeping')!;
       await waiting.runOnce();
       const [row] = await finishedDownloads(t);
       assert.match(row!.detail!, /"bytes":25165824,"complete":true/);
@@ -463,8 +479,54 @@ describe('the database out of reach when a download ends', () => {
       await waiting.runOnce();
       assert.equal((await finishedDownloads(t)).length, 1);
     } finally {
-      holder?.close();
       await t.close();
+    }
+  });
+
+  test('the sender hears of the first complete download once, though an earlier one is counted late (found by a review)', async () => {
+    const mail = await MailSink.start();
+    const t = await startTestServer({
+      env: {
+        REMESSA_SMTP_URL: mail.url,
+        REMESSA_MAIL_FROM: 'Remessa <no-reply@remessa.test>',
+        REMESSA_NOTIFY_SENDER: 'true',
+        REMESSA_RECIPIENT_PIN: 'false',
+      },
+      startWorkers: false,
+    });
+    try {
+      await t.createUser('sender', 'sender-password', { email: 'sender@example.com', lang: 'en' });
+      const data = bytes(24 * MiB);
+      const up = await uploadRaw(t, basic('sender', 'sender-password'), data, {
+        file: 'twice.bin',
+        m: 'ana@example.com',
+      });
+      assert.equal(up.status, 200);
+      await t.server.workers.get('outbox')!.runOnce();
+      const link = /https?:\/\/\S+download\/file\?\S+/.exec(
+        (await mail.take('ana@example.com')).text ?? '',
+      )![0];
+      // Download A ends while the database is locked: its count waits. Download B then completes
+      // and is counted first: B is the link's first complete download, and A, counted later, is not.
+      await endDownloadWhileLocked(t, new URL(link), data.length);
+      const b = await call(link);
+      assert.equal(b.status, 200);
+      await eventually(async () => (await finishedDownloads(t)).length === 1);
+      await t.server.workers.get('download-bookkeeping')!.runOnce();
+      assert.equal((await finishedDownloads(t)).length, 2);
+      const counts = await t.server.services.db.selectFrom('links').select(['kind', 'downloads']).execute();
+      assert.deepEqual(
+        counts.filter((l) => l.kind === 'recipient').map((l) => l.downloads),
+        [2],
+      );
+      const confirmations = await t.server.services.db
+        .selectFrom('outbox')
+        .select('id')
+        .where('kind', '=', 'download-confirmation')
+        .execute();
+      assert.equal(confirmations.length, 1);
+    } finally {
+      await closeAll(t, mail);
     }
   });
 });

@@ -66,8 +66,12 @@ export interface FileWithToken {
 /** Runs inside the upload transaction after the file rows exist (recipients, notifications). */
 export type UploadHook = (trx: Db, stored: FileWithToken[], req: UploadRequest) => Promise<void>;
 
-/** Runs after a complete download was counted (sender confirmation). */
-export type DownloadHook = (found: FileWithLink, remote: string | null) => Promise<void>;
+/**
+ * Runs after a complete download was counted (sender confirmation). `first`: its count moved the
+ * link's from 0, decided in the count's transaction (a snapshot read before the download would
+ * call two overlapping downloads, or a late retry, the first).
+ */
+export type DownloadHook = (found: FileWithLink, remote: string | null, first: boolean) => Promise<void>;
 
 /** A download's outcome, written by downloadFinished(). */
 interface Outcome {
@@ -88,6 +92,8 @@ interface UnfinishedBookkeeping {
   outcome: DownloadOutcome;
   remote: string | null;
   step: number;
+  /** Set once the outcome committed: whether this was the link's first complete download. */
+  first: boolean;
 }
 
 /** Finished downloads whose bookkeeping waits for the database; past this, the oldest are dropped. */
@@ -122,8 +128,11 @@ export class FileService {
   private readonly uploadHooks: UploadHook[] = [];
   private readonly downloadHooks: DownloadHook[] = [];
   private unfinished: UnfinishedBookkeeping[] = [];
+  /** After a pass that still failed, the next waits this long (doubling, up to 5 minutes). */
+  private retryDelayMs = 0;
+  private retryNotBefore = 0;
   /** The outcomes of one batch, written together (on PostgreSQL a few statements for them all). */
-  private readonly outcomes: MergedWork<Outcome, void> = {
+  private readonly outcomes: MergedWork<Outcome, { first: boolean }> = {
     runAll: async (trx, outcomes) => {
       await this.audit.finishAll(
         outcomes.map(({ row, entry }) => ({ id: row, entry })),
@@ -132,8 +141,14 @@ export class FileService {
       const counts = new Map<number, number>();
       for (const { countedLink } of outcomes)
         if (countedLink !== null) counts.set(countedLink, (counts.get(countedLink) ?? 0) + 1);
-      await this.store.countDownloads(counts, trx);
-      return outcomes.map(() => undefined);
+      // Each link's count before this batch; within it, the first of its outcomes is the first.
+      const running = await this.store.countDownloads(counts, trx);
+      return outcomes.map(({ countedLink }) => {
+        if (countedLink === null) return { first: false };
+        const before = running.get(countedLink) ?? 1;
+        running.set(countedLink, before + 1);
+        return { first: before === 0 };
+      });
     },
   };
 
@@ -185,7 +200,7 @@ export class FileService {
     outcome: DownloadOutcome,
     remote: string | null,
   ): Promise<void> {
-    const work: UnfinishedBookkeeping = { found, row, outcome, remote, step: 0 };
+    const work: UnfinishedBookkeeping = { found, row, outcome, remote, step: 0, first: false };
     try {
       await this.bookkeep(work);
     } catch (err) {
@@ -196,9 +211,13 @@ export class FileService {
 
   /**
    * Tries the bookkeeping of downloads that failed for want of the database again (a background
-   * job, and at shutdown). Returns how many are still waiting.
+   * job, and at shutdown with `force`). After a pass that still fails, passes back off (10 s, 20 s
+   * … 5 minutes): on SQLite each try against a lock held elsewhere stops the process for the 5 s
+   * busy timeout. Returns how many are still waiting.
    */
-  async retryBookkeeping(): Promise<number> {
+  async retryBookkeeping({ force = false } = {}): Promise<number> {
+    if (this.unfinished.length === 0 || (!force && this.clock.now() < this.retryNotBefore))
+      return this.unfinished.length;
     const waiting = this.unfinished;
     this.unfinished = [];
     for (const [i, work] of waiting.entries()) {
@@ -206,11 +225,14 @@ export class FileService {
         await this.bookkeep(work);
       } catch (err) {
         if (!mayTryAgain(err)) continue;
-        // Still out of reach: this one and the rest wait for the next pass, in their order.
+        // Still out of reach: this one and the rest wait for a later pass, in their order.
         this.unfinished = [...waiting.slice(i), ...this.unfinished].slice(-MAX_UNFINISHED);
-        break;
+        this.retryDelayMs = Math.min(Math.max(10_000, this.retryDelayMs * 2), 5 * 60_000);
+        this.retryNotBefore = this.clock.now() + this.retryDelayMs;
+        return this.unfinished.length;
       }
     }
+    this.retryDelayMs = 0;
     return this.unfinished.length;
   }
 
@@ -225,16 +247,17 @@ export class FileService {
       });
       // Nobody waits on this (the response is over): it commits without holding a commit slot for
       // the disk, which syncs it soon after (group-commit.ts, RunOptions.durable).
-      await this.commits.runMerged(
+      const { first } = await this.commits.runMerged(
         this.outcomes,
         { row, entry, countedLink: outcome.complete ? found.link.id : null },
         { durable: false },
       );
+      work.first = first;
       work.step = 1;
     }
     if (!outcome.complete) return;
     for (; work.step <= this.downloadHooks.length; work.step++)
-      await this.downloadHooks[work.step - 1]!(found, remote);
+      await this.downloadHooks[work.step - 1]!(found, remote, work.first);
     if (this.config.retireOnDownload && found.file.state === 'area')
       await this.retire(found.file, 'downloaded');
     work.step++;
@@ -498,7 +521,11 @@ export class FileService {
 function mayTryAgain(err: unknown): boolean {
   if (err instanceof CommitUnknownError) return false;
   const code = (err as { code?: unknown } | null)?.code;
-  return isUnavailable(err) || isOutOfSpace(err) || code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED';
+  return (
+    isUnavailable(err) ||
+    isOutOfSpace(err) ||
+    (typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')))
+  );
 }
 
 function rangeDetail(range: ByteRange): { range: string } {

@@ -156,11 +156,12 @@ export class FileStore implements BlobCatalog {
     this.fileById = prepare<[number], FileRow>(db, 1, (p) =>
       db.selectFrom('files').selectAll().where('id', '=', p<number>(0)),
     );
-    this.countDownloadQuery = prepare<[number, number], never>(db, 2, (p) =>
+    this.countDownloadQuery = prepare<[number, number], { downloads: number }>(db, 2, (p) =>
       db
         .updateTable('links')
         .set((eb) => ({ downloads: eb('downloads', '+', p<number>(1)) }))
-        .where('id', '=', p<number>(0)),
+        .where('id', '=', p<number>(0))
+        .returning('downloads'),
     );
     this.contentsByFile = prepare<[number], { data: Buffer }>(db, 1, (p) =>
       db.selectFrom('file_contents').select('data').where('file_id', '=', p<number>(0)),
@@ -515,20 +516,30 @@ export class FileStore implements BlobCatalog {
       .execute();
   }
 
-  /** Adds complete downloads to links' counts (link id → downloads); on PostgreSQL in one statement. */
-  async countDownloads(counts: Map<number, number>, db: Db = this.db): Promise<void> {
+  /**
+   * Adds complete downloads to links' counts (link id → downloads); on PostgreSQL in one statement.
+   * Returns each link's count before (0: these include its first complete download).
+   */
+  async countDownloads(counts: Map<number, number>, db: Db = this.db): Promise<Map<number, number>> {
     // In id order, as any writer of several links must lock them (no deadlock between two).
     const rows = [...counts].sort(([a], [b]) => a - b);
+    const before = new Map<number, number>();
     if (this.dialect === 'postgres' && rows.length > 1) {
       // An UPDATE … FROM locks rows in its plan's order, not the list's: lock them in order first.
       const ids = rows.map(([id]) => id);
       await sql`select id from links where id in (${sql.join(ids)}) order by id for update`.execute(db);
       const values = sql.join(rows.map(([id, n]) => sql`(${id}::integer, ${n}::integer)`));
-      await sql`update links set downloads = links.downloads + v.n from (values ${values}) as v(id, n)
-        where links.id = v.id`.execute(db);
-      return;
+      const updated = await sql<{ id: number; downloads: number }>`update links
+        set downloads = links.downloads + v.n from (values ${values}) as v(id, n)
+        where links.id = v.id returning links.id, links.downloads`.execute(db);
+      for (const { id, downloads } of updated.rows) before.set(id, Number(downloads) - counts.get(id)!);
+      return before;
     }
-    for (const [id, n] of rows) await this.countDownloadQuery.all([id, n], db);
+    for (const [id, n] of rows) {
+      const [row] = await this.countDownloadQuery.all([id, n], db);
+      if (row) before.set(id, Number(row.downloads) - n);
+    }
+    return before;
   }
 
   owned(keys: string[]): Promise<Set<string>> {

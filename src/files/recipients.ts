@@ -89,7 +89,7 @@ export class RecipientNotifier {
   /** Hooks this notifier into the file service. */
   register(): void {
     this.files.onUpload((trx, stored, req) => this.announce(trx, stored, req));
-    this.files.onDownload((found) => this.confirmDownload(found));
+    this.files.onDownload((found, _remote, first) => this.confirmDownload(found, first));
   }
 
   langOf(user: UserRow | undefined): Lang {
@@ -208,26 +208,31 @@ export class RecipientNotifier {
    * Download hook: with REMESSA_NOTIFY_SENDER=true, the uploader hears (by e-mail, if they have an
    * address) of the first complete download through each recipient link.
    */
-  async confirmDownload(found: FileWithLink): Promise<void> {
+  async confirmDownload(found: FileWithLink, first: boolean): Promise<void> {
     const { file, link } = found;
-    if (!this.config.notifySender || link.kind !== 'recipient' || link.downloads > 0) return;
+    if (!this.config.notifySender || link.kind !== 'recipient' || !first) return;
     const uploader = await this.users.byId(file.uploader_id);
-    if (!uploader?.email) return;
+    const email = uploader?.email;
+    if (!uploader || !email) return;
     const lang = this.langOf(uploader);
-    // Plain handle: the message is stored and its delivery starts at once.
-    await this.notify.enqueue(this.db, {
-      channel: 'email',
-      recipient: uploader.email,
-      lang,
-      kind: 'download-confirmation',
-      fileId: file.id,
-      userName: uploader.name,
-      vars: {
-        uploader: uploader.name,
-        recipient: link.recipient_email ?? link.recipient_mobile ?? '',
-        fileName: file.name,
-        downloadedAt: formatDateTime(this.clock.now(), lang),
-      },
-    });
+    // The message and its audit row in one transaction: tried again after a failure (the database
+    // out of reach), a half-written pair would have sent the e-mail twice. Delivery starts at once.
+    await inTransaction(this.db, (trx) =>
+      this.notify.enqueue(trx, {
+        channel: 'email',
+        recipient: email,
+        lang,
+        kind: 'download-confirmation',
+        fileId: file.id,
+        userName: uploader.name,
+        vars: {
+          uploader: uploader.name,
+          recipient: link.recipient_email ?? link.recipient_mobile ?? '',
+          fileName: file.name,
+          downloadedAt: formatDateTime(this.clock.now(), lang),
+        },
+      }),
+    );
+    this.notify.kick();
   }
 }
