@@ -38,8 +38,14 @@ export async function startServer(
   const services = await createServices(config, log, opts);
   let app: FastifyInstance | undefined;
   let metricsServer: Awaited<ReturnType<typeof startMetricsServer>> | null = null;
+  const connections = new Set<Socket & { _httpMessage?: unknown }>();
   try {
     app = await buildApp(services, opts);
+    // Every connection, from the first, for the shutdown (close() below).
+    app.server.on('connection', (socket: Socket) => {
+      connections.add(socket);
+      socket.once('close', () => connections.delete(socket));
+    });
     await app.listen({ port: config.port, host: config.host, backlog: LISTEN_BACKLOG });
     if (config.metricsPort !== null)
       metricsServer = await startMetricsServer(
@@ -72,11 +78,6 @@ export async function startServer(
     // The portal's address first: it is what a new user opens next.
     `Remessa is serving the portal at ${new URL(config.portalPath, config.baseUrl).href} and the API at ${config.baseUrl}; storage: ${services.blobs.description}`,
   );
-  const connections = new Set<Socket & { _httpMessage?: unknown }>();
-  app.server.on('connection', (socket: Socket) => {
-    connections.add(socket);
-    socket.once('close', () => connections.delete(socket));
-  });
   const workers = new Map(services.jobs.map((job) => [job.name, new PeriodicWorker(job, log)]));
   if (opts.startWorkers !== false) for (const w of workers.values()) w.start();
   let closed = false;

@@ -562,7 +562,15 @@ describe('odd paths', () => {
         assert.equal(bad.status, 400, `${lines.join(' | ')}: ${bad.head}`);
         assertEnvelope(bad.json, 400);
       }
-      for (const host of ['example.com', 'example.com:8080', '127.0.0.1:1', '[::1]:8080', '']) {
+      for (const host of [
+        'example.com',
+        'example.com:8080',
+        '127.0.0.1:1',
+        '[::1]:8080',
+        '[fe80::1%251]:80',
+        '[::1%lo]',
+        '',
+      ]) {
         const good = await rawRequest(
           t.origin,
           `GET ${target} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`,

@@ -128,8 +128,11 @@ function sendContinue(res: ServerResponse): void {
  * - a target that is not a path (`GET *`): 400;
  * - CONNECT: 405, after the answers to the requests before it.
  */
-/** uri-host [ ":" port ] (RFC 3986): a name or IPv4 address, or an IP literal in brackets; may be empty. */
-const HOST_VALUE = /^(?:\[[0-9A-Za-z:.]+\]|[A-Za-z0-9\-._~!$&'()*+,;=%]*)(?::[0-9]*)?$/;
+/**
+ * uri-host [ ":" port ] (RFC 3986): a name or IPv4 address, or an IP literal in brackets (with a
+ * zone id, as Python's urllib sends it, or IPvFuture); may be empty.
+ */
+const HOST_VALUE = /^(?:\[[^[\]\s/?#@]+\]|[A-Za-z0-9\-._~!$&'()*+,;=%]*)(?::[0-9]*)?$/;
 
 function hostLines(rawHeaders: string[]): number {
   let n = 0;
