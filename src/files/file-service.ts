@@ -131,6 +131,7 @@ export class FileService {
   /** After a pass that still failed, the next waits this long (doubling, up to 5 minutes). */
   private retryDelayMs = 0;
   private retryNotBefore = 0;
+  private retrying: Promise<number> | null = null;
   /** The outcomes of one batch, written together (on PostgreSQL a few statements for them all). */
   private readonly outcomes: MergedWork<Outcome, { first: boolean }> = {
     runAll: async (trx, outcomes) => {
@@ -203,6 +204,11 @@ export class FileService {
     const work: UnfinishedBookkeeping = { found, row, outcome, remote, step: 0, first: false };
     try {
       await this.bookkeep(work);
+      // The database is back: what waited for it need not wait for the job's next pass.
+      if (this.unfinished.length > 0) {
+        this.retryNotBefore = 0;
+        void this.retryBookkeeping().catch(() => {});
+      }
     } catch (err) {
       if (mayTryAgain(err) && this.unfinished.push(work) > MAX_UNFINISHED) this.unfinished.shift();
       throw err;
@@ -215,7 +221,15 @@ export class FileService {
    * … 5 minutes): on SQLite each try against a lock held elsewhere stops the process for the 5 s
    * busy timeout. Returns how many are still waiting.
    */
-  async retryBookkeeping({ force = false } = {}): Promise<number> {
+  retryBookkeeping({ force = false } = {}): Promise<number> {
+    // One pass at a time: two would take the same downloads and count them twice.
+    this.retrying ??= this.retryPass(force).finally(() => {
+      this.retrying = null;
+    });
+    return this.retrying;
+  }
+
+  private async retryPass(force: boolean): Promise<number> {
     if (this.unfinished.length === 0 || (!force && this.clock.now() < this.retryNotBefore))
       return this.unfinished.length;
     const waiting = this.unfinished;
