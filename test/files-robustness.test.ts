@@ -428,16 +428,18 @@ async function endDownloadWhileLocked(t: TestServer, url: URL, length: number): 
     sock.write(`GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`),
   );
   sock.on('error', () => {});
+  // Everything the server sends, head and body, from the first chunk on.
+  let received = 0;
+  const firstBytes = new Promise((resolve) => sock.once('data', resolve));
+  sock.on('data', (d: Buffer) => {
+    received += d.length;
+  });
   // The first bytes arrive (the audit row is committed), then the client stops reading.
-  await new Promise((resolve) => sock.once('data', resolve));
+  await firstBytes;
   sock.pause();
   const holder = new SQLite(path.join(t.dataDir, 'remessa.db'));
   try {
     holder.exec('BEGIN IMMEDIATE');
-    let received = 0;
-    sock.on('data', (d: Buffer) => {
-      received += d.length;
-    });
     const closed = new Promise((resolve) => sock.once('close', resolve));
     sock.resume();
     await closed;
