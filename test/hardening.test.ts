@@ -4,10 +4,11 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
-import type { Socket } from 'node:net';
+import { createServer, type Socket } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
+import { clientErrorAnswerer } from '../src/http/connection-limits.js';
 import { bytes, type FileEntry, footprint, uploadRaw } from './helpers/files.js';
 import { eventually } from './helpers/peers.js';
 import {
@@ -758,6 +759,40 @@ describe('answers written before routing', () => {
       assert.match(metrics, /route="unmatched",method="other",status="405"\} 1/);
     } finally {
       await t.close();
+    }
+  });
+});
+
+describe('answers before routing, on a connection that sent nothing', () => {
+  test("Node's 408 to a connection that never sent a byte (a browser's preconnect) is not logged as a refused request", async () => {
+    const answer = clientErrorAnswerer((a) => seen.push(a));
+    const seen: unknown[] = [];
+    const server = createServer((socket) => {
+      socket.on('error', () => {});
+      accepted.push(socket);
+    });
+    const accepted: Socket[] = [];
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as { port: number };
+      const timeout = Object.assign(new Error('timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' });
+      const silent = await rawConnect(`http://127.0.0.1:${port}`);
+      await eventually(async () => accepted.length === 1);
+      const silentAnswer = readAnswer(silent, 5000);
+      answer(timeout, accepted[0]!);
+      assert.equal((await silentAnswer).status, 408);
+      assert.deepEqual(seen, []);
+      // One that sent part of a request is a refused request.
+      const slow = await rawConnect(`http://127.0.0.1:${port}`);
+      slow.write('GET / HT');
+      await eventually(async () => accepted.length === 2 && accepted[1]!.bytesRead > 0);
+      const slowAnswer = readAnswer(slow, 5000);
+      answer(timeout, accepted[1]!);
+      assert.equal((await slowAnswer).status, 408);
+      assert.equal(seen.length, 1);
+    } finally {
+      for (const s of accepted) s.destroy();
+      await new Promise((resolve) => server.close(resolve));
     }
   });
 });

@@ -270,12 +270,15 @@ export function clientErrorAnswerer(seen: RawAnswerSeen): (err: Error, socket: S
         code === 'HPE_INVALID_EOF_STATE'
         ? 'the request ended before it was complete'
         : 'malformed HTTP request';
-    seen({
-      status,
-      method: null,
-      remote: socket.remoteAddress ?? null,
-      reason: code ? `${reason} (${code})` : reason,
-    });
+    // A connection that never sent a byte (a browser's preconnect) asked for nothing: answered,
+    // but not logged or counted as a refused request.
+    if (socket.bytesRead > 0)
+      seen({
+        status,
+        method: null,
+        remote: socket.remoteAddress ?? null,
+        reason: code ? `${reason} (${code})` : reason,
+      });
     answerAfterInFlight(socket, rawErrorResponse(status, reason));
   };
 }
