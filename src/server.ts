@@ -1,8 +1,8 @@
 // Starts `remessa serve`: services, HTTP app and background workers, with a clean shutdown.
-import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
 import { type AppOptions, buildApp } from './http/app.js';
+import type { SocketWithResponse } from './http/connection-limits.js';
 import { startMetricsServer } from './http/metrics-server.js';
 import type { Logger } from './logger.js';
 import { tuneMemory } from './memory.js';
@@ -38,11 +38,11 @@ export async function startServer(
   const services = await createServices(config, log, opts);
   let app: FastifyInstance | undefined;
   let metricsServer: Awaited<ReturnType<typeof startMetricsServer>> | null = null;
-  const connections = new Set<Socket & { _httpMessage?: unknown }>();
+  const connections = new Set<SocketWithResponse>();
   try {
     app = await buildApp(services, opts);
     // Every connection, from the first, for the shutdown (close() below).
-    app.server.on('connection', (socket: Socket) => {
+    app.server.on('connection', (socket: SocketWithResponse) => {
       connections.add(socket);
       socket.once('close', () => connections.delete(socket));
     });

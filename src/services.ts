@@ -40,6 +40,7 @@ import type { BackgroundJob } from './worker.js';
 
 /** How long shutdown waits for a last try at downloads' bookkeeping (FileService.retryBookkeeping). */
 const SHUTDOWN_RETRY_MS = 5000;
+
 export interface Services {
   config: Config;
   log: Logger;

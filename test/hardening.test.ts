@@ -343,17 +343,20 @@ describe('framing and codings an upload cannot be stored from (found by a probe)
       t.logs.filter((l) => /"level":(50|60)/.test(l)),
       [],
     );
-    const typed = await rawRequest(
-      t.origin,
-      httpHead('PATCH', `${apiPath(t)}/uploads/nope`, hostOf(t), [
-        `Authorization: ${auth}`,
-        'Tus-Resumable: 1.0.0',
-        'Upload-Offset: 0',
-        'Content-Type: text/plain',
-        'Content-Length: 5',
-      ]),
-      'hello',
-    );
+    // A five-byte PATCH at offset 0, with `lines` beside the tus headers.
+    const patch = (target: string, lines: string[]) =>
+      rawRequest(
+        t.origin,
+        httpHead('PATCH', target, hostOf(t), [
+          `Authorization: ${auth}`,
+          'Tus-Resumable: 1.0.0',
+          'Upload-Offset: 0',
+          ...lines,
+          'Content-Length: 5',
+        ]),
+        'hello',
+      );
+    const typed = await patch(`${apiPath(t)}/uploads/nope`, ['Content-Type: text/plain']);
     assert.equal(typed.status, 415, typed.head);
     assertEnvelope(typed.json, 415);
     // A compressed PATCH would be stored compressed too.
@@ -369,18 +372,10 @@ describe('framing and codings an upload cannot be stored from (found by a probe)
     );
     assert.equal(created.status, 201, created.head);
     const location = /^location: (\S+)$/im.exec(created.head)![1]!;
-    const gzipped = await rawRequest(
-      t.origin,
-      httpHead('PATCH', location, hostOf(t), [
-        `Authorization: ${auth}`,
-        'Tus-Resumable: 1.0.0',
-        'Upload-Offset: 0',
-        'Content-Type: application/offset+octet-stream',
-        'Content-Encoding: gzip',
-        'Content-Length: 5',
-      ]),
-      'hello',
-    );
+    const gzipped = await patch(location, [
+      'Content-Type: application/offset+octet-stream',
+      'Content-Encoding: gzip',
+    ]);
     assert.equal(gzipped.status, 415, gzipped.head);
     assertEnvelope(gzipped.json, 415);
   });

@@ -116,19 +116,6 @@ function sendContinue(res: ServerResponse): void {
 }
 
 /**
- * The request head's own rules (RFC 9110 §10.1.1, RFC 9112 §3.2), answered with our envelope
- * where Node answers bare:
- * - `Expect: 100-continue`: Node writes the 100 as soon as the head is parsed, so a client with a
- *   wrong password sent its whole upload to be refused. The 100 is written when the body is about
- *   to be read: on a streaming route after its preHandlers (authentication), elsewhere before
- *   Fastify's parser. An answer without it closes the connection (Node), so the body never comes.
- * - any other expectation: 417;
- * - an HTTP/1.1 request without Host: 400;
- * - a transfer coding other than chunked: 400;
- * - a target that is not a path (`GET *`): 400;
- * - CONNECT: 405, after the answers to the requests before it.
- */
-/**
  * uri-host [ ":" port ] (RFC 3986): a name or IPv4 address, or an IP literal in brackets (with a
  * zone id, as Python's urllib sends it, or IPvFuture); may be empty.
  */
@@ -143,6 +130,19 @@ function hostLines(rawHeaders: string[]): number {
   return n;
 }
 
+/**
+ * The request head's own rules (RFC 9110 §10.1.1, RFC 9112 §3.2), answered with our envelope
+ * where Node answers bare:
+ * - `Expect: 100-continue`: Node writes the 100 as soon as the head is parsed, so a client with a
+ *   wrong password sent its whole upload to be refused. The 100 is written when the body is about
+ *   to be read: on a streaming route after its preHandlers (authentication), elsewhere before
+ *   Fastify's parser. An answer without it closes the connection (Node), so the body never comes.
+ * - any other expectation: 417;
+ * - an HTTP/1.1 request without Host, two Host lines, or one that names no host: 400;
+ * - a transfer coding other than chunked: 400;
+ * - a target that is not a path (`GET *`): 400;
+ * - CONNECT: 405, after the answers to the requests before it.
+ */
 export function checkRequestHead(app: FastifyInstance, seen: RawAnswerSeen): void {
   const server = app.server;
   const unmet = new WeakSet<IncomingMessage>();
@@ -229,7 +229,8 @@ const failing = new WeakSet<Socket>();
 /** How long a parse error's answer waits for the responses still going out before it. */
 const IN_FLIGHT_WAIT_MS = 60_000;
 
-type SocketWithResponse = Socket & { _httpMessage?: ServerResponse | null };
+/** Node's socket, with the response it is writing now (none while idle or reading a request head). */
+export type SocketWithResponse = Socket & { _httpMessage?: ServerResponse | null };
 
 /**
  * Told of each answer written on the socket before a route saw the request (a request Node could
