@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { prepare } from '../src/db/compiled.js';
+import { prepare, rowOfValues } from '../src/db/compiled.js';
 import { openDatabase } from '../src/db/database.js';
 import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
 
@@ -61,6 +61,20 @@ for (const backend of ['sqlite', 'postgres'] as const) {
           [{ name: 'ana' }, { name: 'caio' }],
           'runs in a transaction too',
         );
+        // A row as its values, in the order selected, and made back into an object of one shape;
+        // the shared statement answers objects again afterwards.
+        const values = await q.firstValues(['zzz', 'b']);
+        assert.deepEqual(values, ['caio']);
+        assert.deepEqual(rowOfValues<{ name: string }>(['name'])(values!), { name: 'caio' });
+        assert.deepEqual(await q.first(['zzz', 'b']), { name: 'caio' }, 'objects again after values');
+        assert.deepEqual(
+          await db.transaction().execute((trx) => q.firstValues(['zzz', 'a'], trx)),
+          ['ana'],
+          'values in a transaction too',
+        );
+        assert.equal(await q.firstValues(['a', 'b']), undefined);
+        const two = rowOfValues<{ a: unknown; 'b"c': unknown }>(['a', 'b"c'], 1);
+        assert.deepEqual(two([0, 1, 2]), { a: 1, 'b"c': 2 }, 'from an offset; any column name');
         assert.throws(
           () =>
             prepare<[string, string], unknown>(db, 2, (p) =>

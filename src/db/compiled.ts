@@ -20,6 +20,8 @@ export function runPreparedDirectly(db: Db, sqlite: SQLite.Database): void {
 interface QueuedRead {
   stmt: SQLite.Statement;
   parameters: unknown[];
+  /** rows as arrays of column values (Prepared.firstValues) */
+  raw: boolean;
   resolve(rows: unknown[]): void;
   reject(err: unknown): void;
   /** Runs the read through Kysely instead (the connection is in a transaction at flush time). */
@@ -77,11 +79,37 @@ class SharedReads {
 
   private run(r: QueuedRead): void {
     try {
-      r.resolve(r.stmt.all(r.parameters));
+      r.resolve(allRows(r.stmt, r.parameters, r.raw));
     } catch (err) {
       r.reject(err);
     }
   }
+}
+
+/**
+ * Runs a statement that returns rows; `raw`: each row as its column values. The statement comes
+ * from the shared cache (one per SQL text), so raw mode is set only for this run.
+ */
+function allRows(stmt: SQLite.Statement, parameters: unknown[], raw: boolean): unknown[] {
+  if (!raw) return stmt.all(parameters);
+  stmt.raw(true);
+  try {
+    return stmt.all(parameters);
+  } finally {
+    stmt.raw(false);
+  }
+}
+
+/**
+ * Makes objects with `columns` as keys from a row's values (from `offset` on), all of one shape.
+ * better-sqlite3 builds each row object key by key through V8's API, which for a thirty-column
+ * row cost more than the query itself, and splitting such a row into two objects key by key left
+ * both in V8's slow dictionary mode; an object literal is made at once with a fixed shape. The
+ * literal is compiled from column names written in this code, never from input.
+ */
+export function rowOfValues<T>(columns: readonly string[], offset = 0): (values: unknown[]) => T {
+  const fields = columns.map((c, i) => `${JSON.stringify(c)}: values[${offset + i}]`);
+  return new Function('values', `return { ${fields.join(', ')} };`) as (values: unknown[]) => T;
 }
 
 /** Marks where the i-th argument goes; replaced in the compiled parameters, never sent. */
@@ -92,6 +120,11 @@ export interface Prepared<A extends unknown[], R> {
   all(args: A, db?: Db): Promise<R[]>;
   /** The first row, or undefined. */
   first(args: A, db?: Db): Promise<R | undefined>;
+  /**
+   * The first row's column values in the order the query selects them, or undefined: for a hot
+   * read of many columns, made into objects with rowOfValues.
+   */
+  firstValues(args: A, db?: Db): Promise<unknown[] | undefined>;
 }
 
 /**
@@ -123,26 +156,32 @@ export function prepare<A extends unknown[], R>(
   const direct = (on: Db) => sqlite && (on.isTransaction || (isRead && on === db && !sqlite.inTransaction));
   const viaKysely = async (on: Db, parameters: unknown[]) =>
     (await on.executeQuery<R>({ ...compiled, parameters })).rows;
-  const run = async (args: A, on: Db): Promise<R[]> => {
+  const run = async (args: A, on: Db, raw: boolean): Promise<unknown[]> => {
     const parameters = sources.map((s) => ('arg' in s ? args[s.arg] : s.value));
-    if (!direct(on)) return viaKysely(on, parameters);
+    const kysely = async () => {
+      const rows = await viaKysely(on, parameters);
+      return raw ? rows.map((row) => Object.values(row as object)) : rows;
+    };
+    if (!direct(on)) return kysely();
     const stmt = sqlite!.prepare(compiled.sql);
     if (on === db && isRead)
-      return new Promise<R[]>((resolve, reject) =>
+      return new Promise<unknown[]>((resolve, reject) =>
         registered!.reads.read({
           stmt,
           parameters,
-          resolve: resolve as (rows: unknown[]) => void,
+          raw,
+          resolve,
           reject,
-          alone: () => viaKysely(on, parameters).then(resolve, reject),
+          alone: () => kysely().then(resolve, reject),
         }),
       );
-    if (stmt.reader) return stmt.all(parameters) as R[];
+    if (stmt.reader) return allRows(stmt, parameters, raw);
     stmt.run(parameters);
     return [];
   };
   return {
-    all: (args, on = db) => run(args, on),
-    first: async (args, on = db) => (await run(args, on))[0],
+    all: (args, on = db) => run(args, on, false) as Promise<R[]>,
+    first: async (args, on = db) => (await run(args, on, false))[0] as R | undefined,
+    firstValues: async (args, on = db) => (await run(args, on, true))[0] as unknown[] | undefined,
   };
 }

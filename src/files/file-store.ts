@@ -1,7 +1,7 @@
 // Persistence of files and their links. Every state change is a conditional UPDATE whose affected
 // row count says whether this caller won, so several instances can sweep at once.
 import { type Compilable, sql } from 'kysely';
-import { prepare } from '../db/compiled.js';
+import { prepare, rowOfValues } from '../db/compiled.js';
 import type { Db } from '../db/database.js';
 import { type LockKey, takeLock } from '../db/locks.js';
 import type { Dialect } from '../db/migrations.js';
@@ -45,7 +45,26 @@ export interface FileWithLink {
 
 export const PAGE_SIZE = 100;
 
-/** Every column of files, selected beside a link's as `f_<column>` (byTokenHash). */
+/** Every column of links (byTokenHash makes its rows from their values in this order). */
+const LINK_COLUMNS = [
+  'id',
+  'file_id',
+  'token_hash',
+  'token_sealed',
+  'kind',
+  'recipient_email',
+  'recipient_mobile',
+  'pin_hash',
+  'pin_expires_at',
+  'pin_sent_at',
+  'pin_failures',
+  'locked_until',
+  'revoked',
+  'downloads',
+  'created_at',
+] as const satisfies readonly (keyof LinkRow)[];
+
+/** Every column of files, selected after a link's as `f_<column>` (byTokenHash). */
 const FILE_COLUMNS = [
   'id',
   'owner_id',
@@ -64,10 +83,17 @@ const FILE_COLUMNS = [
   'purge_at',
   'message',
 ] as const satisfies readonly (keyof FileRow)[];
-// A column added to files and not listed above fails to compile here.
-const everyFileColumn: Exclude<keyof FileRow, (typeof FILE_COLUMNS)[number]> extends never ? true : never =
-  true;
-void everyFileColumn;
+// A column added to links or files and not listed above fails to compile here.
+const everyColumn: [
+  Exclude<keyof LinkRow, (typeof LINK_COLUMNS)[number]>,
+  Exclude<keyof FileRow, (typeof FILE_COLUMNS)[number]>,
+] extends [never, never]
+  ? true
+  : never = true;
+void everyColumn;
+
+const linkOfValues = rowOfValues<LinkRow>(LINK_COLUMNS);
+const fileOfValues = rowOfValues<FileRow>(FILE_COLUMNS, LINK_COLUMNS.length);
 
 /**
  * Bytes of small files' contents kept in memory after a read. Reading a 4 KiB blob out of SQLite
@@ -141,17 +167,17 @@ export class FileStore implements BlobCatalog {
     private readonly db: Db,
     private readonly dialect: Dialect,
   ) {
-    // The link and its file in one statement (every download starts with it).
-    this.linkWithFile = prepare<[string], Record<string, unknown>>(
+    // The link and its file in one statement (every download starts with it), read as values.
+    this.linkWithFile = prepare<[string], unknown>(
       db,
       1,
       (p) =>
         db
           .selectFrom('links')
           .innerJoin('files', 'files.id', 'links.file_id')
-          .selectAll('links')
+          .select(LINK_COLUMNS.map((c) => `links.${c}` as const))
           .select((eb) => FILE_COLUMNS.map((c) => eb.ref(`files.${c}`).as(`f_${c}`)))
-          .where('links.token_hash', '=', p<string>(0)) as unknown as Compilable<Record<string, unknown>>,
+          .where('links.token_hash', '=', p<string>(0)) as unknown as Compilable<unknown>,
     );
     this.fileById = prepare<[number], FileRow>(db, 1, (p) =>
       db.selectFrom('files').selectAll().where('id', '=', p<number>(0)),
@@ -352,15 +378,8 @@ export class FileStore implements BlobCatalog {
   }
 
   async byTokenHash(tokenHash: string): Promise<FileWithLink | undefined> {
-    const row = await this.linkWithFile.first([tokenHash]);
-    if (!row) return undefined;
-    const link: Record<string, unknown> = {};
-    const file: Record<string, unknown> = {};
-    for (const key in row) {
-      if (key.startsWith('f_')) file[key.slice(2)] = row[key];
-      else link[key] = row[key];
-    }
-    return { file: file as unknown as FileRow, link: link as unknown as LinkRow };
+    const values = await this.linkWithFile.firstValues([tokenHash]);
+    return values && { link: linkOfValues(values), file: fileOfValues(values) };
   }
 
   byId(id: number, db: Db = this.db): Promise<FileRow | undefined> {
