@@ -75,6 +75,21 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         assert.equal(await q.firstValues(['a', 'b']), undefined);
         const two = rowOfValues<{ a: unknown; 'b"c': unknown }>(['a', 'b"c'], 1);
         assert.deepEqual(two([0, 1, 2]), { a: 1, 'b"c': 2 }, 'from an offset; any column name');
+        // The new row's id without RETURNING: SQLite's, on the database and in a transaction.
+        const add = prepare<[string], never>(db, 1, (p) =>
+          db.insertInto('audit').values({ at: 1, event: p<string>(0), detail: null }),
+        );
+        if (backend === 'sqlite') {
+          const first = await add.insertId(['x']);
+          const second = await db.transaction().execute((trx) => add.insertId(['y'], trx));
+          const rows = await db.selectFrom('audit').select(['id', 'event']).orderBy('id').execute();
+          assert.deepEqual(rows, [
+            { id: first, event: 'x' },
+            { id: second, event: 'y' },
+          ]);
+        } else {
+          await assert.rejects(add.insertId(['x']), /reported no id/);
+        }
         assert.throws(
           () =>
             prepare<[string, string], unknown>(db, 2, (p) =>

@@ -88,6 +88,8 @@ export class AuditLog {
   private readonly observers: AuditObserver[] = [];
   // Every request writes audit rows (a download two statements): compiled once (db/compiled.ts).
   private readonly insertRow;
+  /** SQLite: the same insert without RETURNING (Prepared.insertId). */
+  private readonly insertRowForId;
   private readonly setDetail;
 
   private readonly db: Db;
@@ -119,23 +121,21 @@ export class AuditLog {
       appends: this.appends,
     } = deps);
     const { db } = deps;
-    type Row = AuditRowValues;
-    this.insertRow = prepare<
-      [Row['at'], Row['event'], Row['user_name'], Row['remote'], Row['file_id'], Row['detail']],
-      { id: number }
-    >(db, 6, (p) =>
-      db
-        .insertInto('audit')
-        .values({
-          at: p<number>(0),
-          event: p<string>(1),
-          user_name: p<string | null>(2),
-          remote: p<string | null>(3),
-          file_id: p<number | null>(4),
-          detail: p<string | null>(5),
-        })
-        .returning('id'),
+    const columns = (p: <T>(i: number) => T) => ({
+      at: p<number>(0),
+      event: p<string>(1),
+      user_name: p<string | null>(2),
+      remote: p<string | null>(3),
+      file_id: p<number | null>(4),
+      detail: p<string | null>(5),
+    });
+    this.insertRow = prepare<RowArgs, { id: number }>(db, 6, (p) =>
+      db.insertInto('audit').values(columns(p)).returning('id'),
     );
+    this.insertRowForId =
+      deps.dialect === 'sqlite'
+        ? prepare<RowArgs, never>(db, 6, (p) => db.insertInto('audit').values(columns(p)))
+        : null;
     this.setDetail = prepare<[string | null, number], never>(db, 2, (p) =>
       db
         .updateTable('audit')
@@ -171,11 +171,9 @@ export class AuditLog {
 
   /** Writes one row (in `db`, a transaction or the database); returns its id. */
   private async insert(db: Db, row: AuditRowValues): Promise<number> {
-    const inserted = await this.insertRow.first(
-      [row.at, row.event, row.user_name, row.remote, row.file_id, row.detail],
-      db,
-    );
-    return inserted!.id;
+    const args: RowArgs = [row.at, row.event, row.user_name, row.remote, row.file_id, row.detail];
+    if (this.insertRowForId) return this.insertRowForId.insertId(args, db);
+    return (await this.insertRow.first(args, db))!.id;
   }
 
   /**
@@ -255,6 +253,14 @@ export class AuditLog {
 }
 
 type AuditRowValues = ReturnType<typeof rowOf>;
+type RowArgs = [
+  AuditRowValues['at'],
+  AuditRowValues['event'],
+  AuditRowValues['user_name'],
+  AuditRowValues['remote'],
+  AuditRowValues['file_id'],
+  AuditRowValues['detail'],
+];
 
 function rowOf(entry: AuditEntry, at: number) {
   const detail =

@@ -125,6 +125,12 @@ export interface Prepared<A extends unknown[], R> {
    * read of many columns, made into objects with rowOfValues.
    */
   firstValues(args: A, db?: Db): Promise<unknown[] | undefined>;
+  /**
+   * Runs an INSERT of one row, written without RETURNING, and resolves with the new row's id.
+   * SQLite only (PostgreSQL reports no such id): SQLite's RETURNING first collects its rows in a
+   * temporary table, which made a download's audit insert cost half as much again.
+   */
+  insertId(args: A, db?: Db): Promise<number>;
 }
 
 /**
@@ -154,10 +160,11 @@ export function prepare<A extends unknown[], R>(
    * see uncommitted; a write there goes through Kysely, whose release waits for the WAL sync.
    */
   const direct = (on: Db) => sqlite && (on.isTransaction || (isRead && on === db && !sqlite.inTransaction));
-  const viaKysely = async (on: Db, parameters: unknown[]) =>
-    (await on.executeQuery<R>({ ...compiled, parameters })).rows;
+  const query = (on: Db, parameters: unknown[]) => on.executeQuery<R>({ ...compiled, parameters });
+  const viaKysely = async (on: Db, parameters: unknown[]) => (await query(on, parameters)).rows;
+  const argsOf = (args: A) => sources.map((s) => ('arg' in s ? args[s.arg] : s.value));
   const run = async (args: A, on: Db, raw: boolean): Promise<unknown[]> => {
-    const parameters = sources.map((s) => ('arg' in s ? args[s.arg] : s.value));
+    const parameters = argsOf(args);
     const kysely = async () => {
       const rows = await viaKysely(on, parameters);
       return raw ? rows.map((row) => Object.values(row as object)) : rows;
@@ -183,5 +190,13 @@ export function prepare<A extends unknown[], R>(
     all: (args, on = db) => run(args, on, false) as Promise<R[]>,
     first: async (args, on = db) => (await run(args, on, false))[0] as R | undefined,
     firstValues: async (args, on = db) => (await run(args, on, true))[0] as unknown[] | undefined,
+    insertId: async (args, on = db) => {
+      const parameters = argsOf(args);
+      const id = direct(on)
+        ? sqlite!.prepare(compiled.sql).run(parameters).lastInsertRowid
+        : (await query(on, parameters)).insertId;
+      if (id === undefined) throw new Error('insertId: the database reported no id for the new row');
+      return Number(id);
+    },
   };
 }
