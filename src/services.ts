@@ -244,6 +244,14 @@ async function assemble(
     log,
     config,
   });
+  const logDroppedBookkeeping = () => {
+    const dropped = files.takeDropped();
+    if (dropped)
+      log.error(
+        { dropped },
+        'downloads whose bookkeeping is given up (their audit rows keep saying outcome unknown)',
+      );
+  };
   const jobs: BackgroundJob[] = [
     {
       name: 'upload-sweeper',
@@ -259,6 +267,7 @@ async function assemble(
       run: async () => {
         const waiting = await files.retryBookkeeping();
         if (waiting) log.warn({ waiting }, 'downloads whose bookkeeping waits for the database');
+        logDroppedBookkeeping();
       },
     },
     { name: 'prune-revoked-tokens', intervalMs: 60 * 60 * 1000, run: () => auth.pruneRevoked() },
@@ -304,13 +313,19 @@ async function assemble(
       // reach now stays as its audit row says: outcome unknown), for a few seconds at most: a
       // database that accepts connections and never answers would hold the shutdown for ever.
       let giveUp: NodeJS.Timeout | undefined;
-      await Promise.race([
-        files.retryBookkeeping({ force: true }).catch(() => {}),
-        new Promise<void>((resolve) => {
-          giveUp = setTimeout(resolve, SHUTDOWN_RETRY_MS);
+      const left = await Promise.race([
+        files.retryBookkeeping({ force: true }).catch(() => null),
+        new Promise<null>((resolve) => {
+          giveUp = setTimeout(() => resolve(null), SHUTDOWN_RETRY_MS);
         }),
       ]);
       clearTimeout(giveUp);
+      logDroppedBookkeeping();
+      if (left !== 0)
+        log.error(
+          { left: left ?? 'unknown' },
+          'shutdown: downloads whose bookkeeping is given up (their audit rows keep saying outcome unknown)',
+        );
       await notify.stop();
       blobs.close?.();
       await database.close();

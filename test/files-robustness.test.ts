@@ -419,9 +419,15 @@ describe('damaged contents are detected on download', () => {
 
 /**
  * Downloads `url` to the end while another connection holds SQLite's write lock, so the server's
- * bookkeeping after the response fails (SQLITE_BUSY after its 5 s busy timeout); then lets go.
+ * bookkeeping after the response fails (SQLITE_BUSY after its 5 s busy timeout); then lets go, or
+ * with `keepLocked` returns the way to let go.
  */
-async function endDownloadWhileLocked(t: TestServer, url: URL, length: number): Promise<void> {
+async function endDownloadWhileLocked(
+  t: TestServer,
+  url: URL,
+  length: number,
+  { keepLocked = false } = {},
+): Promise<() => void> {
   const { default: SQLite } = await import('better-sqlite3');
   const failedBefore = t.logs.filter((l) => l.includes('after the download: bookkeeping failed')).length;
   const sock = connect(Number(url.port), url.hostname, () =>
@@ -438,6 +444,11 @@ async function endDownloadWhileLocked(t: TestServer, url: URL, length: number): 
   await firstBytes;
   sock.pause();
   const holder = new SQLite(path.join(t.dataDir, 'remessa.db'));
+  const letGo = () => {
+    if (!holder.open) return;
+    if (holder.inTransaction) holder.exec('ROLLBACK');
+    holder.close();
+  };
   try {
     holder.exec('BEGIN IMMEDIATE');
     const closed = new Promise((resolve) => sock.once('close', resolve));
@@ -449,10 +460,12 @@ async function endDownloadWhileLocked(t: TestServer, url: URL, length: number): 
         t.logs.filter((l) => l.includes('after the download: bookkeeping failed')).length > failedBefore,
       30_000,
     );
-    holder.exec('ROLLBACK');
-  } finally {
-    holder.close();
+  } catch (err) {
+    letGo();
+    throw err;
   }
+  if (!keepLocked) letGo();
+  return letGo;
 }
 
 describe('the database out of reach when a download ends', () => {
@@ -482,6 +495,29 @@ describe('the database out of reach when a download ends', () => {
       assert.equal((await finishedDownloads(t)).length, 1);
     } finally {
       await t.close();
+    }
+  });
+
+  test('bookkeeping still out of reach at shutdown is logged as given up', async () => {
+    const t = await startTestServer({ startWorkers: false });
+    let letGo = () => {};
+    let closed = false;
+    try {
+      await t.createUser('late', 'late-password');
+      const data = bytes(24 * MiB);
+      const up = await uploadRaw(t, basic('late', 'late-password'), data, { file: 'late.bin' });
+      const url = new URL((up.body['files'] as FileEntry[])[0]!.linkURL);
+      letGo = await endDownloadWhileLocked(t, url, data.length, { keepLocked: true });
+      // The last try at shutdown meets the same lock: the download's row stays "unknown", and the
+      // log says so instead of dropping it silently.
+      await t.close();
+      closed = true;
+      const line = t.logs.find((l) => l.includes('shutdown: downloads whose bookkeeping is given up'));
+      assert.ok(line, 'the shutdown logs what it gave up');
+      assert.match(line, /"left":(1|"unknown")/);
+    } finally {
+      letGo();
+      if (!closed) await t.close();
     }
   });
 

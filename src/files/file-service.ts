@@ -128,6 +128,8 @@ export class FileService {
   private readonly uploadHooks: UploadHook[] = [];
   private readonly downloadHooks: DownloadHook[] = [];
   private unfinished: UnfinishedBookkeeping[] = [];
+  /** Bookkeeping given up since takeDropped() was last asked (past the cap, or failed for good). */
+  private dropped = 0;
   /** After a pass that still failed, the next waits this long (doubling, up to 5 minutes). */
   private retryDelayMs = 0;
   private retryNotBefore = 0;
@@ -210,7 +212,7 @@ export class FileService {
         void this.retryBookkeeping().catch(() => {});
       }
     } catch (err) {
-      if (mayTryAgain(err) && this.unfinished.push(work) > MAX_UNFINISHED) this.unfinished.shift();
+      if (mayTryAgain(err)) this.keep([work]);
       throw err;
     }
   }
@@ -238,9 +240,14 @@ export class FileService {
       try {
         await this.bookkeep(work);
       } catch (err) {
-        if (!mayTryAgain(err)) continue;
+        if (!mayTryAgain(err)) {
+          this.dropped++;
+          continue;
+        }
         // Still out of reach: this one and the rest wait for a later pass, in their order.
-        this.unfinished = [...waiting.slice(i), ...this.unfinished].slice(-MAX_UNFINISHED);
+        const later = this.unfinished;
+        this.unfinished = [];
+        this.keep([...waiting.slice(i), ...later]);
         this.retryDelayMs = Math.min(Math.max(10_000, this.retryDelayMs * 2), 5 * 60_000);
         this.retryNotBefore = this.clock.now() + this.retryDelayMs;
         return this.unfinished.length;
@@ -248,6 +255,26 @@ export class FileService {
     }
     this.retryDelayMs = 0;
     return this.unfinished.length;
+  }
+
+  /** Keeps `works` for a later pass; past MAX_UNFINISHED the oldest are given up. */
+  private keep(works: UnfinishedBookkeeping[]): void {
+    this.unfinished.push(...works);
+    const over = this.unfinished.length - MAX_UNFINISHED;
+    if (over > 0) {
+      this.unfinished.splice(0, over);
+      this.dropped += over;
+    }
+  }
+
+  /**
+   * How many downloads' bookkeeping was given up since the last call (their audit rows keep saying
+   * the outcome is unknown, their count and hooks never happen): for the log.
+   */
+  takeDropped(): number {
+    const n = this.dropped;
+    this.dropped = 0;
+    return n;
   }
 
   /** Runs the steps of a download's bookkeeping from `work.step` on, advancing it as each commits. */
