@@ -92,7 +92,7 @@ export class AuthService {
   async checkPassword(name: string, password: string, remote: string | null): Promise<UserRow> {
     const now = this.clock.now();
     if (remote !== null) {
-      const recent = await this.audit.count({ event: 'login.failed', remote, since: now - MINUTE });
+      const recent = await this.audit.countFailedLogins(remote, now - MINUTE);
       if (recent >= CREDENTIAL_FAILURES_PER_MINUTE)
         throw new AppError(429, 'too many failed sign-ins from this address: retry in a minute', {
           'Retry-After': '60',
