@@ -1,4 +1,5 @@
 // Persistence of per-user webhook subscriptions (table `webhooks`).
+import { sql } from 'kysely';
 import { prepare } from '../db/compiled.js';
 import type { Db } from '../db/database.js';
 import type { WebhookRow } from '../db/schema.js';
@@ -35,8 +36,11 @@ export class WebhookStore {
         .where('users.enabled', '=', 1)
         .orderBy('webhooks.id'),
     );
+    // A literal LIMIT: SQLite prepares a statement whose LIMIT is a parameter again every time a
+    // value is bound to it (1.8 µs instead of 0.2 alone, ~13 µs inside a busy server; this runs
+    // with every batch of download outcomes).
     this.anyQuery = prepare<[], { id: number }>(db, 0, () =>
-      db.selectFrom('webhooks').select('id').where('enabled', '=', 1).limit(1),
+      db.selectFrom('webhooks').select('id').where('enabled', '=', 1).limit(sql.lit(1)),
     );
     this.forUser = prepare<[string], WebhookRow>(db, 1, (p) =>
       db
