@@ -110,6 +110,24 @@ describe('metrics on REMESSA_METRICS_PORT', () => {
       }),
       1,
     );
+    // Counts kept between scrapes are added once: a second scrape keeps them and adds what came
+    // since, the latency histogram counting the same requests.
+    await call(`${t.base}/download/file?k=not-a-token-${'y'.repeat(40)}`);
+    const second = await scrape();
+    const again = second.families;
+    const refused = { route: '/v1/download/file', method: 'GET', status: '401' };
+    assert.equal(value(again, 'remessa_http_requests_total', refused), 2);
+    assert.equal(value(again, 'remessa_downloads_total', { complete: 'true' }), 1);
+    assert.equal(value(again, 'remessa_download_bytes_total'), data.length);
+    const timed =
+      /^remessa_http_request_duration_seconds_count\{route="\/v1\/download\/file",method="GET"\} (\d+)$/m.exec(
+        second.text,
+      );
+    assert.equal(
+      Number(timed?.[1]),
+      value(again, 'remessa_http_requests_total', { ...refused, status: '200' })! + 2,
+      'the latency histogram counted the same requests',
+    );
     // At least the pass run above (the started worker runs its own too).
     assert.ok(value(families, 'remessa_job_runs_total', { job: 'file-sweeper', outcome: 'ok' })! >= 1);
     assert.equal(value(families, 'remessa_outbox_messages', { status: 'pending' }), 0);
