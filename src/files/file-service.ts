@@ -259,7 +259,7 @@ export class FileService {
 
   /** Keeps `works` for a later pass; past MAX_UNFINISHED the oldest are given up. */
   private keep(works: UnfinishedBookkeeping[]): void {
-    this.unfinished.push(...works);
+    this.unfinished = this.unfinished.concat(works);
     const over = this.unfinished.length - MAX_UNFINISHED;
     if (over > 0) {
       this.unfinished.splice(0, over);
