@@ -87,9 +87,11 @@ export class AuditLog {
   private readonly taps: AuditTap[] = [];
   private readonly observers: AuditObserver[] = [];
   // Every request writes audit rows (a download two statements): compiled once (db/compiled.ts).
-  private readonly insertRow;
-  /** SQLite: the same insert without RETURNING (Prepared.insertId). */
-  private readonly insertRowForId;
+  /**
+   * Inserts one row, resolving with its id: on SQLite without RETURNING (Prepared.insertId), on
+   * PostgreSQL, which reports no such id, with it.
+   */
+  private readonly insertRow: (args: RowArgs, db: Db) => Promise<number>;
   private readonly setDetail;
 
   private readonly db: Db;
@@ -129,13 +131,15 @@ export class AuditLog {
       file_id: p<number | null>(4),
       detail: p<string | null>(5),
     });
-    this.insertRow = prepare<RowArgs, { id: number }>(db, 6, (p) =>
-      db.insertInto('audit').values(columns(p)).returning('id'),
-    );
-    this.insertRowForId =
-      deps.dialect === 'sqlite'
-        ? prepare<RowArgs, never>(db, 6, (p) => db.insertInto('audit').values(columns(p)))
-        : null;
+    if (deps.dialect === 'sqlite') {
+      const insert = prepare<RowArgs, never>(db, 6, (p) => db.insertInto('audit').values(columns(p)));
+      this.insertRow = (args, on) => insert.insertId(args, on);
+    } else {
+      const insert = prepare<RowArgs, { id: number }>(db, 6, (p) =>
+        db.insertInto('audit').values(columns(p)).returning('id'),
+      );
+      this.insertRow = async (args, on) => (await insert.first(args, on))!.id;
+    }
     this.setDetail = prepare<[string | null, number], never>(db, 2, (p) =>
       db
         .updateTable('audit')
@@ -170,10 +174,8 @@ export class AuditLog {
   }
 
   /** Writes one row (in `db`, a transaction or the database); returns its id. */
-  private async insert(db: Db, row: AuditRowValues): Promise<number> {
-    const args: RowArgs = [row.at, row.event, row.user_name, row.remote, row.file_id, row.detail];
-    if (this.insertRowForId) return this.insertRowForId.insertId(args, db);
-    return (await this.insertRow.first(args, db))!.id;
+  private insert(db: Db, row: AuditRowValues): Promise<number> {
+    return this.insertRow([row.at, row.event, row.user_name, row.remote, row.file_id, row.detail], db);
   }
 
   /**
