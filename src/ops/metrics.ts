@@ -45,14 +45,14 @@ const NO_LABELS = () => ({});
 
 export class Metrics {
   readonly registry = new Registry();
-  private readonly requests = new Tally<'route' | 'method' | 'status'>();
+  private readonly requests: Tally<'route' | 'method' | 'status'>;
   private readonly latency: Histogram<'route' | 'method'>;
   /** The latency histogram's series per route and method (labels() checks its labels once). */
   private readonly latencyOf = new Map<string, Histogram.Internal<'route' | 'method'>>();
-  private readonly uploadBytes = new Tally<never>();
-  private readonly downloadBytes = new Tally<never>();
-  private readonly uploads = new Tally<never>();
-  private readonly downloads = new Tally<'complete'>();
+  private readonly uploadBytes: Tally<never>;
+  private readonly downloadBytes: Tally<never>;
+  private readonly uploads: Tally<never>;
+  private readonly downloads: Tally<'complete'>;
   private readonly pins: Counter<'kind'>;
   private readonly pinFailures: Counter;
   private readonly lockouts: Counter<'kind'>;
@@ -63,15 +63,22 @@ export class Metrics {
   constructor(deps: { db: Db; clock: Clock; poolStats: OpenDatabase['poolStats'] }) {
     const register = [this.registry];
     collectDefaultMetrics({ register: this.registry });
-    const { requests, uploadBytes, downloadBytes, uploads, downloads } = this;
-    new Counter({
+    /** A counter fed by a Tally (counted on every request or transfer). */
+    const tallied = <L extends string>(config: { name: string; help: string; labelNames?: L[] }) => {
+      const tally = new Tally<L>();
+      new Counter<L>({
+        ...config,
+        registers: register,
+        collect() {
+          tally.flushInto(this);
+        },
+      });
+      return tally;
+    };
+    this.requests = tallied({
       name: 'remessa_http_requests_total',
       help: 'HTTP requests answered, by route template, method and status.',
       labelNames: ['route', 'method', 'status'],
-      registers: register,
-      collect() {
-        requests.flushInto(this);
-      },
     });
     this.latency = new Histogram({
       name: 'remessa_http_request_duration_seconds',
@@ -80,38 +87,16 @@ export class Metrics {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
       registers: register,
     });
-    new Counter({
-      name: 'remessa_upload_bytes_total',
-      help: 'Bytes of stored uploads.',
-      registers: register,
-      collect() {
-        uploadBytes.flushInto(this);
-      },
-    });
-    new Counter({
+    this.uploadBytes = tallied({ name: 'remessa_upload_bytes_total', help: 'Bytes of stored uploads.' });
+    this.downloadBytes = tallied({
       name: 'remessa_download_bytes_total',
       help: 'Bytes sent by downloads (ranges and interrupted downloads count what was sent).',
-      registers: register,
-      collect() {
-        downloadBytes.flushInto(this);
-      },
     });
-    new Counter({
-      name: 'remessa_uploads_total',
-      help: 'Files stored.',
-      registers: register,
-      collect() {
-        uploads.flushInto(this);
-      },
-    });
-    new Counter({
+    this.uploads = tallied({ name: 'remessa_uploads_total', help: 'Files stored.' });
+    this.downloads = tallied({
       name: 'remessa_downloads_total',
       help: 'Downloads that ended, complete or not.',
       labelNames: ['complete'],
-      registers: register,
-      collect() {
-        downloads.flushInto(this);
-      },
     });
     this.pins = new Counter({
       name: 'remessa_pins_sent_total',
