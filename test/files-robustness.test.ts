@@ -429,7 +429,8 @@ async function endDownloadWhileLocked(
   { keepLocked = false } = {},
 ): Promise<() => void> {
   const { default: SQLite } = await import('better-sqlite3');
-  const failedBefore = t.logs.filter((l) => l.includes('after the download: bookkeeping failed')).length;
+  const failures = () => t.logs.filter((l) => l.includes('after the download: bookkeeping failed')).length;
+  const failedBefore = failures();
   const sock = connect(Number(url.port), url.hostname, () =>
     sock.write(`GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`),
   );
@@ -455,11 +456,7 @@ async function endDownloadWhileLocked(
     sock.resume();
     await closed;
     assert.ok(received >= length, `${received} bytes`);
-    await eventually(
-      async () =>
-        t.logs.filter((l) => l.includes('after the download: bookkeeping failed')).length > failedBefore,
-      30_000,
-    );
+    await eventually(async () => failures() > failedBefore, 30_000);
   } catch (err) {
     letGo();
     throw err;
