@@ -1,8 +1,8 @@
 // Small-request benchmark (issue 13): many small downloads and uploads from many clients, Remessa
 // next to nginx serving the same file in the same run, with wrk as the client.
-// `npm run build && npm run bench -- small [--rounds 3] [--duration 8]`. Rounds interleave the
-// servers (odd rounds nginx first, even rounds Remessa first); ratios are taken within a round and
-// reported as median with min–max over the rounds.
+// `npm run build && npm run bench -- small [--rounds 3] [--duration 8]`. Within a round, nginx is
+// measured before and after the others (their reference: the mean of the two); ratios are taken
+// within a round and reported as median with min–max over the rounds.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync } from 'node:fs';
@@ -132,6 +132,18 @@ async function durableFiles(dir: string, writers: number): Promise<WrkResult> {
 }
 
 const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+
+/** Two measurements of one server as one: their mean rate, p99, throughput; their errors summed. */
+function meanOf(a: WrkResult, b: WrkResult): WrkResult {
+  return {
+    rps: (a.rps + b.rps) / 2,
+    p99ms: (a.p99ms + b.p99ms) / 2,
+    mbps: (a.mbps + b.mbps) / 2,
+    errors: a.errors + b.errors,
+    non2xx: a.non2xx + b.non2xx,
+    requests: a.requests + b.requests,
+  };
+}
 
 /** One POST /upload of `body`; resolves with its latency in ms. */
 function upload(base: string, auth: string, name: string, body: Buffer): Promise<number> {
@@ -308,8 +320,10 @@ end
 
     for (let round = 1; round <= ROUNDS; round++) {
       console.log(`# round ${round} (load ${os.loadavg()[0]!.toFixed(2)})`);
-      const nginxFirst = round % 2 === 1;
-      // Each workload: nginx, the bare Node floor and the Remessa instances, on the same file.
+      // Each workload: nginx before and after the bare Node floor and the Remessa instances, on the
+      // same file; their reference is the mean of the two. This VM's speed drifts by a third within
+      // a minute (session 18: nginx 29,000-46,000 req/s in one run), so one nginx measurement at
+      // one end of the round made the ratio depend on which end was the fast one.
       const pair = (
         workload: string,
         file: string,
@@ -317,15 +331,12 @@ end
         c: number,
         which: Instance[],
       ) => {
-        let ref: WrkResult | undefined;
-        const runNginx = () => {
-          ref = wrk(`${nginxOrigin}/${file}`, c);
-          record(workload, 'nginx', ref);
-        };
-        if (nginxFirst) runNginx();
+        const before = wrk(`${nginxOrigin}/${file}`, c);
         const floor = wrk(`${bareOrigin}/${file}`, c);
         const mine = which.map((i) => ({ i, r: wrk(urlOf(i), c) }));
-        if (!nginxFirst) runNginx();
+        const after = wrk(`${nginxOrigin}/${file}`, c);
+        const ref = meanOf(before, after);
+        record(workload, 'nginx', ref);
         record(workload, 'node-http', floor, ref);
         for (const { i, r } of mine) record(workload, i.name, r, ref);
       };

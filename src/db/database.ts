@@ -10,7 +10,7 @@ import { runPreparedDirectly } from './compiled.js';
 import { GroupCommit } from './group-commit.js';
 import { type Dialect, migrate } from './migrations.js';
 import type { Database } from './schema.js';
-import { durableSqliteDialect } from './sqlite-durable.js';
+import { durableSqliteDialect, SYNCS_IN_FLIGHT } from './sqlite-durable.js';
 
 export type Db = Kysely<Database>;
 
@@ -82,9 +82,10 @@ export async function openDatabase(
   // in ascending order, before any unit runs (RunOptions.locks). Four batches at once in one
   // instance were slower for uploads into one area (docs/benchmarks.md, session 13): they only
   // queue on its lock, in smaller batches. SQLite runs one transaction at a time on its one
-  // connection anyway; a second batch may commit while the first one's WAL sync is under way.
+  // connection anyway, but a batch keeps its slot while its WAL sync runs: as many batches as
+  // syncs may be in flight, so a batch commits while earlier ones wait for the disk.
   const commits = new GroupCommit(db, {
-    concurrency: dialect === 'sqlite' ? 2 : 1,
+    concurrency: dialect === 'sqlite' ? SYNCS_IN_FLIGHT : 1,
     releaseUnwaited,
     dialect,
     // A COMMIT whose answer a broken connection lost: did it commit? (SQLite's commit is local.)
