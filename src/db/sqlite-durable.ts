@@ -37,7 +37,8 @@ export const WRITES_BEFORE_CHECKPOINT_THREAD = 2_000;
  * fdatasyncs of the WAL running at once: a write after the latest sync began need not wait for it.
  * Durable group commits on SQLite run as many batches at once (db/database.ts), each holding its
  * slot until its sync is done. Four of each were no better on a disk whose sync takes 250-600 µs
- * (docs/benchmarks.md, session 18), nor four syncs behind two batches on one of 80-90 µs (session 13).
+ * (docs/benchmarks.md, session 18), nor four syncs behind two batches on one of 80-90 µs (sessions
+ * 14 and 17).
  */
 export const SYNCS_IN_FLIGHT = 2;
 
