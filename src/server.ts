@@ -1,4 +1,6 @@
 // Starts `remessa serve`: services, HTTP app and background workers, with a clean shutdown.
+import dns from 'node:dns';
+import { isIP } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
 import { type AppOptions, buildApp } from './http/app.js';
@@ -29,6 +31,18 @@ export interface RunningServer {
  */
 const LISTEN_BACKLOG = 4096;
 
+/**
+ * The one address a host name given as REMESSA_HOST is served on: the first it resolves to, as
+ * Node's own listen() takes it. Given a name, Fastify binds every address of `localhost`
+ * (127.0.0.1 and ::1) and serves the others from servers it makes itself, without this app's
+ * connection guards (per-address limit, accept drain, the envelope for unparseable requests,
+ * half-closed clients). Clients that resolve the name try its other addresses.
+ */
+async function listenAddress(host: string): Promise<string> {
+  if (isIP(host)) return host;
+  return (await dns.promises.lookup(host)).address;
+}
+
 export async function startServer(
   config: Config,
   log: Logger,
@@ -46,7 +60,7 @@ export async function startServer(
       connections.add(socket);
       socket.once('close', () => connections.delete(socket));
     });
-    await app.listen({ port: config.port, host: config.host, backlog: LISTEN_BACKLOG });
+    await app.listen({ port: config.port, host: await listenAddress(config.host), backlog: LISTEN_BACKLOG });
     if (config.metricsPort !== null)
       metricsServer = await startMetricsServer(
         services.metrics,
