@@ -4,9 +4,9 @@
 // Node's bare 400 instead of the envelope, and no per-address limit applied.
 import assert from 'node:assert/strict';
 import dns from 'node:dns';
-import { connect } from 'node:net';
+import { isIPv6 } from 'node:net';
 import { after, before, test } from 'node:test';
-import { readAnswer } from './helpers/raw.js';
+import { type RawAnswer, rawRequest } from './helpers/raw.js';
 import { ERROR_KEYS, errorKeys, startTestServer, type TestServer } from './helpers/server.js';
 
 // As on most machines, localhost resolves to both families (this kind's /etc/hosts names only
@@ -42,16 +42,10 @@ let t: TestServer | undefined;
 after(() => t?.close());
 
 /** The answer to an unparseable request on `address`, or null if nothing accepts connections there. */
-async function answerOn(address: string, port: number) {
-  const socket = connect({ host: address, port });
-  const connected = await new Promise<boolean>((resolve) => {
-    socket.once('connect', () => resolve(true));
-    socket.once('error', () => resolve(false));
-  });
-  if (!connected) return null;
-  const answer = readAnswer(socket, 10_000);
-  socket.end('GET /v1/x HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n');
-  return answer;
+async function answerOn(address: string, port: number): Promise<RawAnswer | null> {
+  const origin = `http://${isIPv6(address) ? `[${address}]` : address}:${port}`;
+  // rawRequest fails only where the connection does (readAnswer waits for what comes).
+  return rawRequest(origin, 'GET /v1/x HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n').catch(() => null);
 }
 
 test('REMESSA_HOST=localhost: every address that accepts a connection answers an unparseable request with the envelope', async () => {

@@ -41,9 +41,9 @@ export function parseAnswer(text: string): RawAnswer {
 export function rawConnect(origin: string, localAddress?: string): Promise<Socket> {
   const url = new URL(origin);
   return new Promise((resolve, reject) => {
-    const socket = connect({ host: url.hostname, port: Number(url.port), localAddress }, () =>
-      resolve(socket),
-    );
+    // An IPv6 origin's hostname keeps its brackets (`[::1]`), which connect() would look up as a name.
+    const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+    const socket = connect({ host, port: Number(url.port), localAddress }, () => resolve(socket));
     socket.once('error', reject);
   });
 }
