@@ -58,7 +58,10 @@ export interface Config {
   recipientPin: boolean;
   pinSeconds: number;
   notifyRetrySeconds: number;
+  /** Attempts of one e-mail or SMS before it is given up; 0: only notifyRetryHours bounds them. */
   notifyMaxAttempts: number;
+  /** An e-mail or SMS not delivered this long after it was queued is given up. */
+  notifyRetryHours: number;
   notifySender: boolean;
   smtpUrl: string | null;
   mailFrom: string;
@@ -293,7 +296,8 @@ export function loadConfig(env: Source = process.env): Config {
     recipientPin: r.bool('REMESSA_RECIPIENT_PIN', true),
     pinSeconds: r.int('REMESSA_PIN_SECONDS', 180, 10),
     notifyRetrySeconds: r.int('REMESSA_NOTIFY_RETRY_SECONDS', 5, 0),
-    notifyMaxAttempts: r.int('REMESSA_NOTIFY_MAX_ATTEMPTS', 5, 1),
+    notifyMaxAttempts: r.int('REMESSA_NOTIFY_MAX_ATTEMPTS', 0, 0),
+    notifyRetryHours: r.int('REMESSA_NOTIFY_RETRY_HOURS', 24, 1, 24 * 30),
     notifySender: r.bool('REMESSA_NOTIFY_SENDER', false),
     smtpUrl,
     mailFrom: r.str('REMESSA_MAIL_FROM', 'Remessa <remessa@localhost>'),

@@ -185,9 +185,12 @@ async function assemble(
     templates: new Templates(config.templatesDir),
     transports: { ...transportsFrom(config), webhook: webhookTransport },
     opts: {
-      retrySeconds: config.notifyRetrySeconds,
-      maxAttempts: config.notifyMaxAttempts,
-      maxAttemptsByChannel: { webhook: config.webhookMaxAttempts },
+      retry: {
+        retrySeconds: config.notifyRetrySeconds,
+        maxAttempts: config.notifyMaxAttempts,
+        retryHours: config.notifyRetryHours,
+        webhookMaxAttempts: config.webhookMaxAttempts,
+      },
       autoKick: opts.startWorkers !== false,
     },
   });
@@ -282,7 +285,7 @@ async function assemble(
       log,
       intervalMs: config.sweepSeconds * 1000,
     }),
-    notify.job(),
+    ...notify.jobs(),
   ].map((job) => metrics.instrument(job));
   return {
     config,
@@ -304,7 +307,7 @@ async function assemble(
     recipients,
     tracking,
     webhooks,
-    readiness: new Readiness({ db, blobs }),
+    readiness: new Readiness({ db, blobs, clock }),
     metrics,
     uploads,
     jobs,

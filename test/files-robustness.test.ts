@@ -537,7 +537,7 @@ describe('the database out of reach when a download ends', () => {
         m: 'ana@example.com',
       });
       assert.equal(up.status, 200);
-      await t.server.workers.get('outbox')!.runOnce();
+      await t.server.services.notify.deliverDue();
       const link = /https?:\/\/\S+download\/file\?\S+/.exec(
         (await mail.take('ana@example.com')).text ?? '',
       )![0];

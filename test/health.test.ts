@@ -42,8 +42,9 @@ describe('health and readiness probes', () => {
   test('GET /readyz: 200 naming each part it checked', async () => {
     const r = await call(`${t.base}/readyz`);
     assert.equal(r.status, 200);
-    assert.deepEqual(Object.keys(r.body), ['status', 'description', 'apiver', 'time', 'checks']);
+    assert.deepEqual(Object.keys(r.body), ['status', 'description', 'apiver', 'time', 'checks', 'outbox']);
     assert.deepEqual(r.body['checks'], { database: 'ok', storage: 'ok' });
+    assert.deepEqual(r.body['outbox'], { pending: 0, oldestPendingSeconds: 0 });
   });
 
   test('no authentication, no audit row, no rate limit, no access-log line at info level', async () => {

@@ -131,7 +131,8 @@ describe('metrics on REMESSA_METRICS_PORT', () => {
     // At least the pass run above (the started worker runs its own too).
     assert.ok(value(families, 'remessa_job_runs_total', { job: 'file-sweeper', outcome: 'ok' })! >= 1);
     assert.equal(value(families, 'remessa_outbox_messages', { status: 'pending' }), 0);
-    assert.equal(value(families, 'remessa_outbox_oldest_pending_age_seconds'), 0);
+    for (const channel of ['email', 'sms', 'webhook'])
+      assert.equal(value(families, 'remessa_outbox_oldest_pending_age_seconds', { channel }), 0);
     // SQLite has no pool: the series is declared, with no samples.
     assert.deepEqual(families.get('remessa_db_pool_connections')?.metrics ?? [], []);
 

@@ -45,8 +45,8 @@ describe('outbox on PostgreSQL, two instances', { skip: available ? false : PG_S
   test('both instances deliver at once: every message exactly once', async () => {
     for (let i = 0; i < 20; i++) await a.server.services.notify.enqueue(a.server.services.db, sms(i));
     await Promise.all([
-      a.server.workers.get('outbox')!.runOnce(),
-      b.server.workers.get('outbox')!.runOnce(),
+      a.server.services.notify.deliverDue(),
+      b.server.services.notify.deliverDue(),
       b.server.services.notify.deliverDue(),
     ]);
     assert.equal(hook.requests.length, 20);
@@ -59,7 +59,7 @@ describe('outbox on PostgreSQL, two instances', { skip: available ? false : PG_S
     await a.createUser('pguser', 'pg-old-password');
     const r = await call(`${a.base}/auth/forgetParameters?u=pguser`);
     assert.equal(r.status, 200);
-    await b.server.workers.get('outbox')!.runOnce();
+    await b.server.services.notify.deliverDue();
     const m = await mail.take('pguser@example.com');
     const pin = /PIN\): (\d{6})/.exec(m.text ?? '')![1]!;
     const k = new URL(String(r.body['linkURL'])).searchParams.get('k')!;

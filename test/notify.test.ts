@@ -157,7 +157,7 @@ describe('SMS transports', () => {
     }).catch(closing(hook));
     try {
       const { notify, db, audit } = t.server.services;
-      const outbox = t.server.workers.get('outbox')!;
+      const outbox = { runOnce: () => t.server.services.notify.deliverDue() };
       const ok = await notify.enqueue(db, smsPin('+5511988887777'));
       assert.equal((await outboxRow(t, ok)).status, 'pending', 'workers stopped: nothing sent yet');
       await outbox.runOnce();
@@ -207,11 +207,7 @@ describe('SMS transports', () => {
       const { notify, db } = t.server.services;
       for (let i = 0; i < 10; i++)
         await notify.enqueue(db, smsPin(`+55119000000${String(i).padStart(2, '0')}`));
-      await Promise.all([
-        notify.deliverDue(),
-        notify.deliverDue(),
-        t.server.workers.get('outbox')!.runOnce(),
-      ]);
+      await Promise.all([notify.deliverDue(), notify.deliverDue(), t.server.services.notify.deliverDue()]);
       assert.equal(hook.requests.length, 10);
       const to = hook.requests.map((r) => (JSON.parse(r.body) as { to: string }).to);
       assert.equal(new Set(to).size, 10);

@@ -80,7 +80,7 @@ describe('portal: delivery tracking on the sender’s list', { skip: browserSkip
     await phone.getByText('Waiting to be sent').waitFor();
     assert.equal(await bob.getByRole('button').count(), 0, 'no resend while the message is on its way');
 
-    await t.server.workers.get('outbox')!.runOnce();
+    await t.server.services.notify.deliverDue();
     const link = /(https?:\/\/\S+\/download\/file\?lang=en&k=[A-Za-z0-9_-]+)/.exec(
       (await mail.take('bob@example.com')).text ?? '',
     )![1]!;
@@ -101,7 +101,7 @@ describe('portal: delivery tracking on the sender’s list', { skip: browserSkip
     sms.status = 201;
     await phone.getByRole('button', { name: 'Resend to +55*******0000' }).click();
     await page.getByText('The message to +55*******0000 is on its way again.').waitFor();
-    await t.server.workers.get('outbox')!.runOnce();
+    await t.server.services.notify.deliverDue();
     assert.equal(JSON.parse(sms.requests.at(-1)!.body).to, '+5511999990000');
     await page.reload();
     await phone.getByText('Sent', { exact: true }).waitFor();

@@ -490,8 +490,8 @@ describe('secure links on PostgreSQL, two instances', { skip: pgAvailable ? fals
   });
 
   const deliver = async () => {
-    await a.server.workers.get('outbox')!.runOnce();
-    await b.server.workers.get('outbox')!.runOnce();
+    await a.server.services.notify.deliverDue();
+    await b.server.services.notify.deliverDue();
   };
 
   test('one PIN per minute across instances; wrong PINs on either instance add up to the lock', async () => {

@@ -127,8 +127,8 @@ describe('three instances on PostgreSQL + S3, no shared directory', { skip }, ()
       m: 'dest@example.com',
     });
     assert.equal(up.status, 200);
-    await Promise.all([a, b, c].map((t) => t.server.workers.get('outbox')!.runOnce()));
-    await Promise.all([a, b, c].map((t) => t.server.workers.get('outbox')!.runOnce()));
+    await Promise.all([a, b, c].map((t) => t.server.services.notify.deliverDue()));
+    await Promise.all([a, b, c].map((t) => t.server.services.notify.deliverDue()));
     const to = mail.messages.filter((m) => m.to && JSON.stringify(m.to).includes('dest@example.com'));
     assert.equal(to.length, 1);
   });

@@ -64,7 +64,7 @@ describe('delivery tracking', () => {
   });
 
   const alice = basic('alice', 'alice-password');
-  const drain = () => t.server.workers.get('outbox')!.runOnce();
+  const drain = () => t.server.services.notify.deliverDue();
   const status = async () => {
     const r = await call(`${t.base}/download/status?k=${ownerK}`);
     assert.equal(r.status, 200);

@@ -70,8 +70,8 @@ describe('webhooks on PostgreSQL, two instances', { skip: available ? false : PG
     // both instances deliver.
     const deliverBoth = () =>
       Promise.all([
-        a.server.workers.get('outbox')!.runOnce(),
-        b.server.workers.get('outbox')!.runOnce(),
+        a.server.services.notify.deliverDue(),
+        b.server.services.notify.deliverDue(),
         a.server.services.notify.deliverDue(),
       ]);
     await Promise.all([

@@ -58,7 +58,7 @@ function eventOf(req: CapturedRequest, secret: string, nowMs: number): Event {
 
 /** Runs the outbox until nothing is due (deliveries, and the events their outcomes make). */
 async function drain(t: TestServer): Promise<void> {
-  await t.server.workers.get('outbox')!.runOnce();
+  await t.server.services.notify.deliverDue();
 }
 
 /** A download read to the end; returns once its audit row has its outcome (and so its event is written). */
@@ -443,7 +443,7 @@ describe('webhooks: safety', () => {
     const r = await add(`http://${name}:${port}/hook`);
     assert.equal(r.status, 200, 'the name itself is not refused');
     await upload(t, carol, 'a.txt');
-    await t.server.workers.get('outbox')!.runOnce();
+    await t.server.services.notify.deliverDue();
     assert.equal(receiver.requests.length, 0);
     const failed = await t.server.services.notify.list({ status: 'failed' });
     const mine = failed.filter((m) => m.channel === 'webhook' && m.kind === 'file.uploaded');
@@ -482,10 +482,10 @@ describe('webhooks: safety', () => {
       // One event at a time: two side by side race the 410's disabling (CI once saw the second
       // read the row after the first had switched it off), and either order is correct.
       await upload(onPrem, carol, 'b.txt');
-      await onPrem.server.workers.get('outbox')!.runOnce();
+      await onPrem.server.services.notify.deliverDue();
       assert.equal(gone.requests.length, 1);
       await upload(onPrem, carol, 'c.txt');
-      await onPrem.server.workers.get('outbox')!.runOnce();
+      await onPrem.server.services.notify.deliverDue();
       assert.equal(gone.requests.length, 1, 'the subscription is off');
       const list = await call(`${onPrem.base}/webhooks`, { headers: { Authorization: carol } });
       const hook = (list.body['webhooks'] as Record<string, unknown>[]).find((w) => w['id'] === id)!;
@@ -551,7 +551,7 @@ describe('webhooks: the CLI', () => {
     assert.deepEqual(hook.events, ['file.uploaded']);
 
     await upload(t, basic('erin', 'erin-password'), 'cli.txt');
-    await t.server.workers.get('outbox')!.runOnce();
+    await t.server.services.notify.deliverDue();
     assert.equal(receiver.requests.length, 1);
     assert.equal(eventOf(receiver.requests[0]!, hook.secret, t.clock.now()).type, 'file.uploaded');
 

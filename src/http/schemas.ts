@@ -221,6 +221,18 @@ export const Ready = Type.Object(
   {
     ...success('handlerHealth'),
     checks: Type.Object({ database: Type.Literal('ok'), storage: Type.Literal('ok') }, closed),
+    outbox: Type.Optional(
+      Type.Object(
+        {
+          pending: Type.Integer({ minimum: 0, description: 'Messages waiting to be delivered.' }),
+          oldestPendingSeconds: Type.Integer({
+            minimum: 0,
+            description: 'Age of the oldest of them (0 when none): grows while a transport is down.',
+          }),
+        },
+        closed,
+      ),
+    ),
   },
   { ...closed, $id: 'Ready', title: 'Readiness (ext)' },
 );

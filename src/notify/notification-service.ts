@@ -1,7 +1,8 @@
 // Persistent outbox (DESIGN §5). enqueue() renders a message in the recipient's language and
 // stores it sealed, in the caller's transaction when given one, so a file row and its
 // notifications commit together. The 'outbox' background job claims due messages with a lease
-// (safe across several instances), sends them and retries with exponential backoff. A channel with
+// (safe across several instances), sends them and retries with capped exponential backoff
+// (delivery-lanes.ts: each channel in a lane of its own, so one never holds up another). A channel with
 // no transport configured gets its message written to the log with secrets masked and kept in the
 // outbox with status 'logged' (read it in full with `remessa outbox show ID`).
 // Webhook events (src/webhooks/) ride the same outbox on channel 'webhook': enqueueRaw() stores a
@@ -15,7 +16,8 @@ import { inTransaction } from '../db/transaction.js';
 import { type Logger, redactUrl } from '../logger.js';
 import type { Keys } from '../security/keys.js';
 import type { BackgroundJob } from '../worker.js';
-import type { OutboxStore } from './outbox-store.js';
+import { LANES, Lane, nextAttemptAt, type RetryPolicy } from './delivery-lanes.js';
+import type { DueMessage, OutboxStore } from './outbox-store.js';
 import type { Channel, NotificationKind, Templates } from './templates.js';
 import { type OutboxChannel, PermanentFailure, type Transport } from './transports.js';
 
@@ -23,7 +25,7 @@ export type { OutboxChannel };
 
 /**
  * Channels whose messages go out in order per (recipient, file): a message waits while an earlier
- * one to the same recipient about the same file is still pending (webhook events, issue 16).
+ * one to the same recipient about the same file is still pending (webhook events).
  */
 const ORDERED: readonly OutboxChannel[] = ['webhook'];
 
@@ -75,10 +77,7 @@ export interface OutboxMessage extends OutboxEntry {
 }
 
 export interface NotifyOptions {
-  retrySeconds: number;
-  maxAttempts: number;
-  /** A different number of attempts for some channels (webhooks ride out longer outages). */
-  maxAttemptsByChannel?: Partial<Record<OutboxChannel, number>>;
+  retry: RetryPolicy;
   /** false: enqueue does not start a delivery pass (tests drive the job by hand). */
   autoKick: boolean;
 }
@@ -112,7 +111,11 @@ const RECORD_RETRY_MS = 500;
 const RECORD_MARGIN_MS = 10_000;
 const BATCH = 50;
 const CONCURRENCY = 4;
-const MAX_BACKOFF_MS = 6 * 60 * 60 * 1000;
+/**
+ * Attempts at one recipient in one pass of an ordered lane: a receiver that never answers holds
+ * at most this many of the lane's senders until its timeout, the others serve other receivers.
+ */
+const PER_RECIPIENT = 2;
 
 export interface NotificationDeps {
   db: Db;
@@ -136,8 +139,7 @@ export class NotificationService {
   private readonly templates: Templates;
   private readonly transports: NotificationDeps['transports'];
   private readonly opts: NotifyOptions;
-  private pass: Promise<void> | null = null;
-  private again = false;
+  private readonly lanes: Map<OutboxChannel, Lane>;
   private stopped = false;
   /** Messages this instance stored so far: a pass that queued more runs again. */
   private inserted = 0;
@@ -154,6 +156,7 @@ export class NotificationService {
       transports: this.transports,
       opts: this.opts,
     } = deps);
+    this.lanes = new Map(LANES.map((channel) => [channel, new Lane(() => this.drain(channel))]));
   }
 
   /**
@@ -185,7 +188,7 @@ export class NotificationService {
       },
       db,
     );
-    if (!db.isTransaction) this.kick();
+    if (!db.isTransaction) this.kick(channel);
     return id;
   }
 
@@ -201,7 +204,7 @@ export class NotificationService {
       text,
       masked: { subject: message.kind, text },
     });
-    if (!db.isTransaction) this.kick();
+    if (!db.isTransaction) this.kick(message.channel);
     return id;
   }
 
@@ -236,77 +239,76 @@ export class NotificationService {
     return this.inserted;
   }
 
-  /** Starts a delivery pass soon (coalesced with one already running). */
-  kick(): void {
+  /** Starts a delivery pass of one channel's lane, or of every lane, soon (coalesced per lane). */
+  kick(channel?: OutboxChannel): void {
     if (!this.opts.autoKick || this.stopped) return;
-    if (this.pass) {
-      this.again = true;
-      return;
+    for (const [name, lane] of this.lanes) {
+      if (channel && name !== channel) continue;
+      lane
+        .run()
+        .catch((err: unknown) => this.log.error({ err, channel: name }, 'outbox delivery pass failed'));
     }
-    this.pass = (async () => {
-      do {
-        this.again = false;
-        await this.deliverDue();
-      } while (this.again && !this.stopped);
-    })()
-      .catch((err: unknown) => this.log.error({ err }, 'outbox delivery pass failed'))
-      .finally(() => {
-        this.pass = null;
-      });
-  }
-
-  /** The background job `remessa serve` runs; polls often enough to honour the retry delay. */
-  job(): BackgroundJob {
-    return {
-      name: 'outbox',
-      intervalMs: Math.min(5000, Math.max(250, this.opts.retrySeconds * 500)),
-      run: () => this.deliverDue(),
-    };
   }
 
   /**
-   * Claims every due message (lease), sends it, records the outcome. A message held back behind an
-   * earlier one of its ordered sequence gets another pass once that one is done.
+   * The background jobs `remessa serve` runs, one per lane (a slow lane must not delay another's
+   * retries); they poll often enough to honour the retry delay.
+   */
+  jobs(): BackgroundJob[] {
+    const intervalMs = Math.min(5000, Math.max(250, this.opts.retry.retrySeconds * 500));
+    return [...this.lanes].map(([channel, lane]) => ({
+      name: `outbox-${channel}`,
+      intervalMs,
+      run: () => lane.run(),
+    }));
+  }
+
+  /**
+   * Delivers every due message of every channel, and the webhook events their outcomes queue, in
+   * passes of its own beside any running (as another instance's would be: the leases decide).
    */
   async deliverDue(): Promise<void> {
     for (;;) {
       const inserted = this.inserted;
-      const { delivered, heldBack } = await this.passOnce();
-      // Outcomes may have queued webhook events (notification.sent): send those in this call too.
-      if (!delivered || this.stopped || (!heldBack && this.inserted === inserted)) return;
+      await Promise.all([...this.lanes.keys()].map((channel) => this.drain(channel)));
+      if (this.stopped || this.inserted === inserted) return;
     }
   }
 
-  private async passOnce(): Promise<{ delivered: boolean; heldBack: boolean }> {
-    const now = this.clock.now();
-    const ids = await this.store.due(now, BATCH);
+  /** Passes over one channel's due messages until one delivers nothing. */
+  private async drain(channel: OutboxChannel): Promise<void> {
+    for (;;) {
+      const inserted = this.inserted;
+      const delivered = await this.passOnce(channel);
+      // Outcomes may have queued webhook events (notification.sent): their lane runs too.
+      if (this.inserted !== inserted) this.kick();
+      if (!delivered || this.stopped) return;
+    }
+  }
+
+  /** Claims a batch of one channel's due messages (lease), sends them, records the outcomes. */
+  private async passOnce(channel: OutboxChannel): Promise<boolean> {
+    const ordered = ORDERED.includes(channel);
+    const due = await this.store.due(channel, this.clock.now(), BATCH, ordered);
+    const ids = ordered ? spreadOverRecipients(due) : due.map((m) => m.id);
     let delivered = false;
-    let heldBack = false;
     const worker = async () => {
       for (let id = ids.shift(); id !== undefined && !this.stopped; id = ids.shift()) {
         const row = await this.claim(id);
-        if (row === 'held') heldBack = true;
-        else if (row && (await this.deliver(row))) delivered = true;
+        if (row && (await this.deliver(row))) delivered = true;
       }
     };
     await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-    return { delivered, heldBack };
+    return delivered;
   }
 
   /**
-   * Takes the lease on a message unless another instance holds it or it is no longer pending; for
-   * an ordered channel, also unless an earlier message of its sequence is still pending ('held').
+   * Takes the lease on a message unless another instance holds it, it is no longer pending or,
+   * on an ordered channel, an earlier message of its sequence is still pending.
    */
-  private async claim(id: number): Promise<OutboxRow | 'held' | undefined> {
+  private async claim(id: number): Promise<OutboxRow | undefined> {
     const now = this.clock.now();
-    if (!(await this.store.claim(id, now, now + LEASE_MS, ORDERED))) {
-      const row = await this.store.claimState(id);
-      const held =
-        row?.status === 'pending' &&
-        row.claimed_until < now &&
-        ORDERED.includes(row.channel as OutboxChannel);
-      return held ? 'held' : undefined;
-    }
+    if (!(await this.store.claim(id, now, now + LEASE_MS, ORDERED))) return undefined;
     return this.store.byId(id);
   }
 
@@ -447,17 +449,16 @@ export class NotificationService {
     });
   }
 
-  private maxAttempts(channel: string): number {
-    return this.opts.maxAttemptsByChannel?.[channel as OutboxChannel] ?? this.opts.maxAttempts;
-  }
-
   private async fail(row: OutboxRow, error: string, permanent: boolean): Promise<void> {
     const about = { outbox: row.id, channel: row.channel, kind: row.kind, to: row.recipient };
     const attempts = row.attempts + 1;
     const now = this.clock.now();
     // Only under the lease still held: after it lapsed, another instance may have sent it since.
     const held = row.claimed_until;
-    if (permanent || attempts >= this.maxAttempts(row.channel)) {
+    const next = permanent
+      ? null
+      : nextAttemptAt(this.opts.retry, { channel: row.channel, attempts, createdAt: row.created_at }, now);
+    if (next === null) {
       const recorded = await inTransaction(this.db, async (trx) => {
         const failed = await this.store.updatePending(
           row.id,
@@ -481,19 +482,19 @@ export class NotificationService {
       else this.log.warn({ ...about, attempts, error }, 'notification failed after its lease lapsed');
       return;
     }
-    const delay = Math.min(MAX_BACKOFF_MS, this.opts.retrySeconds * 1000 * 2 ** (attempts - 1));
     const recorded = await this.store.updatePending(
       row.id,
-      { attempts, next_attempt_at: now + delay, last_attempt_at: now, claimed_until: 0, last_error: error },
+      { attempts, next_attempt_at: next, last_attempt_at: now, claimed_until: 0, last_error: error },
       this.db,
       held,
     );
-    if (recorded)
+    if (recorded) {
       this.log.warn(
-        { ...about, attempts, error, retryInMs: delay },
+        { ...about, attempts, error, retryInMs: next - now },
         'notification not delivered; will retry',
       );
-    else this.log.warn({ ...about, attempts, error }, 'notification failed after its lease lapsed');
+      if (ORDERED.includes(row.channel as OutboxChannel)) await this.store.postponeFollowers(row.id, next);
+    } else this.log.warn({ ...about, attempts, error }, 'notification failed after its lease lapsed');
   }
 
   async list(filter: { status?: string; limit?: number } = {}): Promise<OutboxEntry[]> {
@@ -512,7 +513,7 @@ export class NotificationService {
   /** Stops kicked passes and closes the transports (before the database closes). */
   async stop(): Promise<void> {
     this.stopped = true;
-    while (this.pass) await this.pass;
+    await Promise.all([...this.lanes.values()].map((lane) => lane.idle()));
     for (const t of Object.values(this.transports)) t?.close();
   }
 }
@@ -525,6 +526,19 @@ function scrub(text: string, vars: Record<string, string>): string {
     if (value) out = out.replaceAll(value, mask(value));
   }
   return out;
+}
+
+/** The due messages' ids, at most PER_RECIPIENT for each recipient, in their order. */
+function spreadOverRecipients(due: DueMessage[]): number[] {
+  const taken = new Map<string, number>();
+  const ids: number[] = [];
+  for (const { id, recipient } of due) {
+    const n = taken.get(recipient) ?? 0;
+    if (n >= PER_RECIPIENT) continue;
+    taken.set(recipient, n + 1);
+    ids.push(id);
+  }
+  return ids;
 }
 
 function describeError(err: unknown): string {

@@ -1,24 +1,39 @@
 // Persistence of the outbox (table `outbox`, DESIGN §5): messages waiting, claimed with a lease,
 // sent or failed. A claim is a conditional UPDATE, so of several instances exactly one wins it.
+
+import type { ExpressionBuilder } from 'kysely';
 import { prepare } from '../db/compiled.js';
 import type { Db } from '../db/database.js';
-import type { NewOutboxRow, OutboxRow, OutboxUpdate } from '../db/schema.js';
+import type { Database, NewOutboxRow, OutboxRow, OutboxUpdate } from '../db/schema.js';
+
+/** A due message: its id, and to whom (a pass spreads its attempts over recipients). */
+export interface DueMessage {
+  id: number;
+  recipient: string;
+}
 
 export class OutboxStore {
-  // Every upload and download kicks the outbox, which asks this: compiled once.
+  // Every upload and download kicks the outbox, which asks these: compiled once.
   private readonly dueQuery;
+  private readonly dueInOrderQuery;
 
   constructor(private readonly db: Db) {
-    this.dueQuery = prepare<[number, number, number], { id: number }>(db, 3, (p) =>
+    const due = (p: <T>(i: number) => T) =>
       db
         .selectFrom('outbox')
-        .select('id')
+        .select(['id', 'recipient'])
         .where('status', '=', 'pending')
-        .where('next_attempt_at', '<=', p<number>(0))
-        .where('claimed_until', '<', p<number>(1))
+        .where('channel', '=', p<string>(0))
+        .where('next_attempt_at', '<=', p<number>(1))
+        .where('claimed_until', '<', p<number>(2))
         .orderBy('next_attempt_at')
         .orderBy('id')
-        .limit(p<number>(2)),
+        .limit(p<number>(3));
+    this.dueQuery = prepare<[string, number, number, number], DueMessage>(db, 4, due);
+    // A message waiting behind an earlier one of its sequence is not due: a pass that read the
+    // waiting ones would read the same rows again and again and send nothing.
+    this.dueInOrderQuery = prepare<[string, number, number, number], DueMessage>(db, 4, (p) =>
+      due(p).where((eb) => eb.or([eb('file_id', 'is', null), eb.not(eb.exists(earlierPending(eb)))])),
     );
   }
 
@@ -53,10 +68,35 @@ export class OutboxStore {
     return this.updatePending(id, { claimed_until: until }, this.db, heldUntil);
   }
 
-  /** Ids of pending messages due by `now` and not under lease, oldest due first. */
-  async due(now: number, limit: number): Promise<number[]> {
-    const rows = await this.dueQuery.all([now, now, limit]);
-    return rows.map((r) => r.id);
+  /**
+   * Pending messages of one channel due by `now` and not under lease, oldest due first. On an
+   * `ordered` channel only the first pending message of each sequence (recipient and file).
+   */
+  due(channel: string, now: number, limit: number, ordered: boolean): Promise<DueMessage[]> {
+    return (ordered ? this.dueInOrderQuery : this.dueQuery).all([channel, now, now, limit]);
+  }
+
+  /**
+   * Moves the next attempt of the messages waiting behind `id` in its sequence to no earlier than
+   * `at`, so that passes do not read them while the first one waits for its retry.
+   */
+  async postponeFollowers(id: number, at: number): Promise<void> {
+    const row = await this.db
+      .selectFrom('outbox')
+      .select(['file_id', 'recipient', 'channel'])
+      .where('id', '=', id)
+      .executeTakeFirst();
+    if (!row || row.file_id === null) return;
+    await this.db
+      .updateTable('outbox')
+      .set({ next_attempt_at: at })
+      .where('status', '=', 'pending')
+      .where('file_id', '=', row.file_id)
+      .where('recipient', '=', row.recipient)
+      .where('channel', '=', row.channel)
+      .where('id', '>', id)
+      .where('next_attempt_at', '<', at)
+      .execute();
   }
 
   /**
@@ -71,21 +111,11 @@ export class OutboxStore {
       .where('id', '=', id)
       .where('status', '=', 'pending')
       .where('claimed_until', '<', now)
-      .where(({ eb, or, not, exists, selectFrom }) =>
-        or([
+      .where((eb) =>
+        eb.or([
           eb('channel', 'not in', ordered),
           eb('file_id', 'is', null),
-          not(
-            exists(
-              selectFrom('outbox as earlier')
-                .select('earlier.id')
-                .where('earlier.status', '=', 'pending')
-                .whereRef('earlier.file_id', '=', 'outbox.file_id')
-                .whereRef('earlier.recipient', '=', 'outbox.recipient')
-                .whereRef('earlier.channel', '=', 'outbox.channel')
-                .whereRef('earlier.id', '<', 'outbox.id'),
-            ),
-          ),
+          eb.not(eb.exists(earlierPending(eb))),
         ]),
       )
       .executeTakeFirst();
@@ -136,4 +166,16 @@ export class OutboxStore {
       .orderBy('id', 'desc')
       .executeTakeFirst();
   }
+}
+
+/** An earlier message of the same sequence (channel, recipient, file) as the outer row, still pending. */
+function earlierPending(eb: ExpressionBuilder<Database, 'outbox'>) {
+  return eb
+    .selectFrom('outbox as earlier')
+    .select('earlier.id')
+    .where('earlier.status', '=', 'pending')
+    .whereRef('earlier.file_id', '=', 'outbox.file_id')
+    .whereRef('earlier.recipient', '=', 'outbox.recipient')
+    .whereRef('earlier.channel', '=', 'outbox.channel')
+    .whereRef('earlier.id', '<', 'outbox.id');
 }

@@ -14,6 +14,7 @@ import type { BackgroundJob } from '../worker.js';
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 const CHANNELS = new Set(['email', 'sms', 'webhook']);
 const OUTBOX_STATUSES = ['pending', 'sent', 'failed', 'logged'] as const;
+const OUTBOX_CHANNELS = ['email', 'sms', 'webhook'] as const;
 
 /**
  * Counts made on every request or transfer, kept as plain numbers per label set and added to their
@@ -152,16 +153,21 @@ export class Metrics {
     });
     new Gauge({
       name: 'remessa_outbox_oldest_pending_age_seconds',
-      help: 'Age of the oldest message still pending (0 when none is).',
+      help: 'Age of the oldest message still pending, by channel (0 when none is).',
+      labelNames: ['channel'],
       registers: register,
       async collect() {
-        const row = await deps.db
+        const rows = await deps.db
           .selectFrom('outbox')
-          .select((eb) => eb.fn.min<number>('created_at').as('oldest'))
+          .select(['channel', (eb) => eb.fn.min<number>('created_at').as('oldest')])
           .where('status', '=', 'pending')
-          .executeTakeFirst();
-        const oldest = row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest);
-        this.set(oldest === null ? 0 : Math.max(0, (deps.clock.now() - oldest) / 1000));
+          .groupBy('channel')
+          .execute();
+        for (const channel of OUTBOX_CHANNELS) {
+          const oldest = rows.find((r) => r.channel === channel)?.oldest;
+          const age = oldest === null || oldest === undefined ? 0 : (deps.clock.now() - Number(oldest)) / 1000;
+          this.set({ channel }, Math.max(0, age));
+        }
       },
     });
     new Gauge({

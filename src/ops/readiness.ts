@@ -1,7 +1,9 @@
 // Readiness (GET {base}/readyz): can this instance serve requests right now? It needs its
 // database and its blob store; each must answer a trivial request within the time limit. Cheap on
-// purpose: a load balancer calls it every few seconds, so it reads nothing and writes nothing.
-import { sql } from 'kysely';
+// purpose: a load balancer calls it every few seconds, so it writes nothing and reads one count of
+// the outbox (how long messages wait is shown, but never makes an instance unready: another
+// instance could not deliver them any sooner).
+import type { Clock } from '../clock.js';
 import type { Db } from '../db/database.js';
 import type { BlobStore } from '../storage/blob-store.js';
 
@@ -13,25 +15,45 @@ export interface ReadinessResult {
   checks: Record<ReadinessPart, string>;
   /** The underlying errors of the failing parts, for the log only. */
   errors: Partial<Record<ReadinessPart, unknown>>;
+  /** Messages waiting in the outbox; absent when the database did not answer in time. */
+  outbox?: { pending: number; oldestPendingSeconds: number };
 }
 
 // A key no object ever has (blob keys are random): stat answers null without touching contents.
 const PROBE_KEY = 'remessa-readiness-probe';
 
 export class Readiness {
-  constructor(private readonly deps: { db: Db; blobs: BlobStore; timeoutMs?: number }) {}
+  constructor(private readonly deps: { db: Db; blobs: BlobStore; clock: Clock; timeoutMs?: number }) {}
 
   async check(): Promise<ReadinessResult> {
     const timeoutMs = this.deps.timeoutMs ?? 1000;
+    let outbox: ReadinessResult['outbox'];
     const [database, storage] = await Promise.all([
-      within(timeoutMs, () => sql`select 1`.execute(this.deps.db)),
+      within(timeoutMs, async () => {
+        outbox = await this.outbox();
+      }),
       within(timeoutMs, () => this.deps.blobs.stat(PROBE_KEY)),
     ]);
     const checks = { database: database.status, storage: storage.status };
     const errors: ReadinessResult['errors'] = {};
     if (database.error !== undefined) errors.database = database.error;
     if (storage.error !== undefined) errors.storage = storage.error;
-    return { ready: database.status === 'ok' && storage.status === 'ok', checks, errors };
+    const ready = database.status === 'ok' && storage.status === 'ok';
+    return { ready, checks, errors, ...(database.status === 'ok' && { outbox }) };
+  }
+
+  /** The database's answer to one count (through the outbox's due index): the probe and the detail. */
+  private async outbox(): Promise<NonNullable<ReadinessResult['outbox']>> {
+    const row = await this.deps.db
+      .selectFrom('outbox')
+      .select((eb) => [eb.fn.countAll<number>().as('pending'), eb.fn.min<number>('created_at').as('oldest')])
+      .where('status', '=', 'pending')
+      .executeTakeFirst();
+    const oldest = row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest);
+    return {
+      pending: Number(row?.pending ?? 0),
+      oldestPendingSeconds: oldest === null ? 0 : Math.max(0, Math.floor((this.deps.clock.now() - oldest) / 1000)),
+    };
   }
 }
 

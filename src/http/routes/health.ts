@@ -1,6 +1,6 @@
 // (ext) Probes for load balancers and orchestrators: GET {base}/healthz (the process answers) and
 // GET {base}/readyz (its database and blob store answer within a second; 503 naming the part that
-// does not). No authentication, no audit row, no rate limit, and logged at debug level only: they
+// does not; while ready, how many messages wait in the outbox and for how long). No authentication, no audit row, no rate limit, and logged at debug level only: they
 // are called every few seconds and must stay cheap.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { errorEnvelope, successEnvelope } from '../presenters.js';
@@ -20,7 +20,10 @@ const readySchema = {
     200: json(
       'Ready',
       'Ready.',
-      successExample('handlerHealth', null, { checks: { database: 'ok', storage: 'ok' } }),
+      successExample('handlerHealth', null, {
+        checks: { database: 'ok', storage: 'ok' },
+        outbox: { pending: 0, oldestPendingSeconds: 0 },
+      }),
     ),
     503: json(
       'ErrorEnvelope',
@@ -38,9 +41,9 @@ export const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
   );
 
   app.get('/readyz', { schema: readySchema, config: probe }, async (_request, reply) => {
-    const { ready, checks, errors } = await readiness.check();
+    const { ready, checks, errors, outbox } = await readiness.check();
     reply.header('Cache-Control', 'no-store');
-    if (ready) return reply.send(successEnvelope('handlerHealth', null, { checks }));
+    if (ready) return reply.send(successEnvelope('handlerHealth', null, { checks, ...(outbox && { outbox }) }));
     const failing = Object.entries(checks).filter(([, status]) => status !== 'ok');
     log.warn({ checks, errors }, 'not ready');
     return reply
