@@ -220,11 +220,15 @@ for (const [cmd, enabled] of [
 user
   .command('remove')
   .argument('<name>', 'user name')
-  .description('delete a user; revokes their tokens')
+  .description(
+    'delete a user: revokes their tokens and the links to the files in their area and backup, whose contents are purged (files they sent into other areas stay there)',
+  )
   .action(async (name: string) => {
     await withServices(async (s) => {
-      await s.users.remove(name);
-      console.log(`removed user ${name}`);
+      const { filesPurged } = await s.users.remove(name);
+      console.log(
+        `removed user ${name}; ${filesPurged} file(s) of theirs unreachable now, purged within a sweep`,
+      );
     });
   });
 

@@ -1,6 +1,7 @@
 // The one configuration module: every REMESSA_* setting is read, validated and defaulted here.
 // An optional JSON file (REMESSA_CONFIG) may hold the same keys; the environment wins over it.
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import path from 'node:path';
 
 export type Lang = 'pt' | 'en' | 'es';
@@ -79,7 +80,12 @@ export interface Config {
   /** delivery attempts of one webhook event before it is given up (backoff as notifications) */
   webhookMaxAttempts: number;
   logLevel: string;
-  trustProxy: boolean;
+  /**
+   * The reverse proxies whose X-Forwarded-For is believed (Fastify's trustProxy): their addresses
+   * or ranges, or how many hops in front of Remessa; false: none. Never `true`, which would believe
+   * whatever a client writes in the header.
+   */
+  trustProxy: false | number | string[];
   /** A request body that brings no byte for this long is answered 408 and its connection closed. */
   bodyTimeoutSeconds: number;
   /** Whole-body limit for routes that read a small body before authenticating (token, login…). */
@@ -223,11 +229,45 @@ function parseBaseUrl(raw: string): { baseUrl: string; apiPath: string; portalPa
   return { baseUrl, apiPath, portalPath };
 }
 
+/** Names proxy-addr knows for whole ranges of addresses. */
+const PROXY_RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/**
+ * REMESSA_TRUST_PROXY: the proxies to trust, as addresses or CIDR ranges (comma-separated), or a
+ * hop count. The client address is then the right-most address of X-Forwarded-For that is not a
+ * trusted proxy's: what the nearest untrusted hop said, never what the client wrote.
+ */
+export function parseTrustProxy(raw: string | null): Config['trustProxy'] {
+  const value = raw?.trim() ?? '';
+  if (value === '' || value === 'false' || value === '0') return false;
+  if (value === 'true')
+    throw new ConfigError(
+      "REMESSA_TRUST_PROXY=true would believe any client's X-Forwarded-For; set the addresses of your " +
+        'load balancers instead (e.g. REMESSA_TRUST_PROXY=10.0.0.5 or 10.0.0.0/24,127.0.0.1), or how many ' +
+        'proxies stand in front of Remessa (e.g. REMESSA_TRUST_PROXY=1)',
+    );
+  if (/^\d+$/.test(value)) return Number(value);
+  const entries = value.split(',').map((e) => e.trim());
+  for (const entry of entries) {
+    const [address, prefix, ...rest] = entry.split('/');
+    const family = isIP(address ?? '');
+    const prefixOk =
+      prefix === undefined || (/^\d+$/.test(prefix) && Number(prefix) <= (family === 6 ? 128 : 32));
+    if (!PROXY_RANGE_NAMES.has(entry) && (family === 0 || !prefixOk || rest.length > 0))
+      throw new ConfigError(
+        `REMESSA_TRUST_PROXY must be proxy addresses or CIDR ranges (comma-separated) or a hop count, got "${entry}"`,
+      );
+  }
+  return entries;
+}
+
 export function loadConfig(env: Source = process.env): Config {
   const src: Source = { ...loadFileSource(env), ...env };
   const r = new Reader(src);
+  const port = r.int('REMESSA_PORT', 8080, 0, 65535);
+  // Links and the start-up line name the port the server listens on unless told otherwise.
   const { baseUrl, apiPath, portalPath } = parseBaseUrl(
-    r.str('REMESSA_BASE_URL', 'http://localhost:8080/v1'),
+    r.str('REMESSA_BASE_URL', `http://localhost:${port}/v1`),
   );
   const smsProvider = r.optional('REMESSA_SMS_PROVIDER');
   if (smsProvider !== null && smsProvider !== 'twilio' && smsProvider !== 'webhook') {
@@ -256,11 +296,11 @@ export function loadConfig(env: Source = process.env): Config {
     // Unsigned deliveries could be forged by anyone who learns the URL: refuse to start instead.
     throw new ConfigError('REMESSA_WEBHOOK_URL needs REMESSA_WEBHOOK_SECRET (at least 16 characters)');
   }
-  const trustProxy = r.bool('REMESSA_TRUST_PROXY', false);
+  const trustProxy = parseTrustProxy(r.optional('REMESSA_TRUST_PROXY'));
   const storage = r.oneOf('REMESSA_STORAGE', ['local', 's3'] as const, 'local');
 
   return {
-    port: r.int('REMESSA_PORT', 8080, 0, 65535),
+    port,
     host: r.str('REMESSA_HOST', '0.0.0.0'),
     baseUrl,
     apiPath,
@@ -320,7 +360,7 @@ export function loadConfig(env: Source = process.env): Config {
     bodyTimeoutSeconds: r.int('REMESSA_BODY_TIMEOUT_SECONDS', 30, 1, 3600),
     smallBodySeconds: r.int('REMESSA_SMALL_BODY_SECONDS', 30, 1, 3600),
     // Behind a trusted proxy every connection comes from the proxy: no per-address limit by default.
-    maxConnectionsPerAddress: r.int('REMESSA_MAX_CONNECTIONS_PER_ADDRESS', trustProxy ? 0 : 256, 0),
+    maxConnectionsPerAddress: r.int('REMESSA_MAX_CONNECTIONS_PER_ADDRESS', trustProxy !== false ? 0 : 256, 0),
     metricsPort:
       r.optional('REMESSA_METRICS_PORT') === null ? null : r.int('REMESSA_METRICS_PORT', 0, 0, 65535),
     metricsHost: r.str('REMESSA_METRICS_HOST', '127.0.0.1'),

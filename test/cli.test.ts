@@ -229,13 +229,72 @@ describe('remessa CLI', () => {
     const earlier = String((await token('rm-me', 'rm-me-password')).body['access_token']);
     const r = await remessa(['user', 'remove', 'rm-me']);
     assert.equal(r.code, 0, r.stderr);
-    assert.equal(r.stdout, 'removed user rm-me\n');
+    assert.equal(
+      r.stdout,
+      'removed user rm-me; 0 file(s) of theirs unreachable now, purged within a sweep\n',
+    );
     assert.equal(await userNamed('rm-me'), undefined);
     assert.equal((await token('rm-me', 'rm-me-password')).status, 401);
     assert.equal((await logout(earlier)).status, 401);
     const again = await remessa(['user', 'remove', 'rm-me']);
     assert.equal(again.code, 1);
     assert.equal(again.stderr, 'remessa: no user "rm-me"\n');
+  });
+
+  test('user remove: links to files in their area stop at once and the contents are purged; files they sent to others stay', async () => {
+    await addUser('leaver', 'leaver-password');
+    await addUser('stayer', 'stayer-password');
+    const auth = basic('leaver', 'leaver-password');
+    const send = async (query: string) => {
+      const fd = new FormData();
+      fd.append('file', new Blob([new Uint8Array(Buffer.alloc(2000, 1))]), 'f.bin');
+      const r = await call(`${t.base}/upload?${query}`, {
+        method: 'POST',
+        headers: { Authorization: auth },
+        body: fd,
+      });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      return (r.body['files'] as { id: number; linkURL: string }[])[0]!;
+    };
+    const own = await send('m=someone%40example.com');
+    const retired = await send('');
+    const sent = await send('d=stayer');
+    const { db, blobs } = t.server.services;
+    const recipientLinks = await db.selectFrom('links').select('id').where('file_id', '=', own.id).execute();
+    assert.ok(recipientLinks.length >= 1);
+    // One of theirs already in backup: it goes too.
+    await db
+      .updateTable('files')
+      .set({ state: 'backup', retired_at: 1, purge_at: 9e15 })
+      .where('id', '=', retired.id)
+      .execute();
+    const keys = await db
+      .selectFrom('files')
+      .select('blob_key')
+      .where('id', 'in', [own.id, retired.id])
+      .execute();
+    assert.equal((await fetch(own.linkURL)).status, 200);
+
+    const r = await remessa(['user', 'remove', 'leaver']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^removed user leaver; 2 file\(s\) of theirs unreachable now/);
+    const gone = await fetch(own.linkURL);
+    assert.notEqual(gone.status, 200, 'the owner link stops at once');
+    assert.ok(gone.status >= 400 && gone.status < 500);
+    assert.equal((await fetch(sent.linkURL)).status, 200, "a file sent into another area is that user's");
+
+    await t.server.workers.get('file-sweeper')!.runOnce();
+    assert.deepEqual(
+      await db.selectFrom('files').select('id').where('id', 'in', [own.id, retired.id]).execute(),
+      [],
+    );
+    for (const { blob_key } of keys) assert.equal(await blobs.stat(blob_key), null, 'contents purged');
+    const removed = await db
+      .selectFrom('audit')
+      .select('detail')
+      .where('event', '=', 'user.removed')
+      .execute();
+    assert.match(String(removed.at(-1)?.detail), /"filesPurged":2/);
   });
 
   test('user add without --password-stdin creates a first-access user who cannot log in', async () => {

@@ -657,7 +657,7 @@ describe('HSTS', () => {
   test('sent when the base URL is https (direct or behind a trusted proxy), not on plain http', async () => {
     const plain = await startTestServer();
     const tls = await startTestServer({
-      env: { REMESSA_TRUST_PROXY: 'true' },
+      env: { REMESSA_TRUST_PROXY: '127.0.0.1' },
       apiPath: '/v1',
     });
     try {

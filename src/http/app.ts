@@ -145,7 +145,12 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
   };
   const app = Fastify({
     loggerInstance: log as FastifyBaseLogger,
-    trustProxy: config.trustProxy,
+    // A hop count trusts that many hops nearest to Remessa (proxy-addr's rule, which Fastify's
+    // types do not spell as a number).
+    trustProxy:
+      typeof config.trustProxy === 'number'
+        ? (_address: string, hop: number) => hop < (config.trustProxy as number)
+        : config.trustProxy,
     bodyLimit: 1024 * 1024,
     // Fastify's own per-request lines would log raw URLs; ours (onResponse below) redacts them.
     logController: new LogController({ disableRequestLogging: true }),
@@ -245,7 +250,7 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.headers(securityHeaders);
     // HTTPS is known from the public base URL, or from a trusted proxy's X-Forwarded-Proto.
-    if (!hsts && config.trustProxy && request.protocol === 'https')
+    if (!hsts && config.trustProxy !== false && request.protocol === 'https')
       reply.header('Strict-Transport-Security', HSTS);
     if (!reply.hasHeader('Content-Security-Policy')) reply.header('Content-Security-Policy', DEFAULT_CSP);
     done(null, payload);

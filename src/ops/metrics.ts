@@ -165,7 +165,8 @@ export class Metrics {
           .execute();
         for (const channel of OUTBOX_CHANNELS) {
           const oldest = rows.find((r) => r.channel === channel)?.oldest;
-          const age = oldest === null || oldest === undefined ? 0 : (deps.clock.now() - Number(oldest)) / 1000;
+          const age =
+            oldest === null || oldest === undefined ? 0 : (deps.clock.now() - Number(oldest)) / 1000;
           this.set({ channel }, Math.max(0, age));
         }
       },

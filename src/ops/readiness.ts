@@ -52,7 +52,8 @@ export class Readiness {
     const oldest = row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest);
     return {
       pending: Number(row?.pending ?? 0),
-      oldestPendingSeconds: oldest === null ? 0 : Math.max(0, Math.floor((this.deps.clock.now() - oldest) / 1000)),
+      oldestPendingSeconds:
+        oldest === null ? 0 : Math.max(0, Math.floor((this.deps.clock.now() - oldest) / 1000)),
     };
   }
 }

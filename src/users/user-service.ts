@@ -144,11 +144,15 @@ export class UserService {
     });
   }
 
-  /** Removes the account; its tokens die with it (verification looks the user up by id). */
-  async remove(name: string): Promise<UserRow> {
+  /**
+   * Removes the account; its tokens die with it (verification looks the user up by id), and so do
+   * the links to every file in its area and backup, whose contents the sweeper then deletes
+   * (UserStore.remove). Files it sent into other users' areas stay with them.
+   */
+  async remove(name: string): Promise<UserRow & { filesPurged: number }> {
     const user = await this.get(name);
-    await this.store.remove(user.id);
-    await this.audit.record({ event: 'user.removed', user: user.name, detail: 'cli' });
-    return user;
+    const filesPurged = await this.store.remove(user.id, this.clock.now());
+    await this.audit.record({ event: 'user.removed', user: user.name, detail: { via: 'cli', filesPurged } });
+    return { ...user, filesPurged };
   }
 }

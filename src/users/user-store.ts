@@ -2,6 +2,7 @@
 import { prepare } from '../db/compiled.js';
 import type { Db } from '../db/database.js';
 import type { NewUser, UserRow, UserUpdate } from '../db/schema.js';
+import { inTransaction } from '../db/transaction.js';
 
 export class UserStore {
   // Read on every authenticated request: compiled once.
@@ -48,7 +49,33 @@ export class UserStore {
     return this.db.selectFrom('users').selectAll().orderBy('name_key').execute();
   }
 
-  async remove(id: number): Promise<void> {
-    await this.db.deleteFrom('users').where('id', '=', id).execute();
+  /**
+   * Removes the account and, in the same transaction, takes everything in its area and backup out
+   * of reach: the files become due for purging now (no link resolves a file outside an area, so
+   * every owner and recipient link stops at once; the sweeper deletes the contents on its next
+   * pass) and its unfinished uploads expire (the sweeper removes their bytes). Files it uploaded
+   * into other users' areas are theirs and stay. Returns how many files are to be purged.
+   */
+  async remove(id: number, now: number): Promise<number> {
+    return inTransaction(this.db, async (trx) => {
+      await trx.deleteFrom('users').where('id', '=', id).execute();
+      const files = await trx
+        .updateTable('files')
+        .set((eb) => ({
+          state: 'backup',
+          retired_at: eb.fn.coalesce('retired_at', eb.val(now)),
+          purge_at: now,
+        }))
+        .where('owner_id', '=', id)
+        .where('state', 'in', ['area', 'backup'])
+        .executeTakeFirst();
+      await trx
+        .updateTable('uploads')
+        .set({ expires_at: now - 1 })
+        .where('uploader_id', '=', id)
+        .where('file_id', 'is', null)
+        .execute();
+      return Number(files.numUpdatedRows);
+    });
   }
 }

@@ -43,7 +43,8 @@ export const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/readyz', { schema: readySchema, config: probe }, async (_request, reply) => {
     const { ready, checks, errors, outbox } = await readiness.check();
     reply.header('Cache-Control', 'no-store');
-    if (ready) return reply.send(successEnvelope('handlerHealth', null, { checks, ...(outbox && { outbox }) }));
+    if (ready)
+      return reply.send(successEnvelope('handlerHealth', null, { checks, ...(outbox && { outbox }) }));
     const failing = Object.entries(checks).filter(([, status]) => status !== 'ok');
     log.warn({ checks, errors }, 'not ready');
     return reply
