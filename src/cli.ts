@@ -8,6 +8,7 @@ import { createLogger } from './logger.js';
 import { Resealer } from './security/reseal.js';
 import { startServer } from './server.js';
 import { createServices, type Services } from './services.js';
+import { StoreMismatch } from './storage/store-identity.js';
 
 async function readStdin(): Promise<string> {
   if (process.stdin.isTTY) process.stderr.write('Password: ');
@@ -541,6 +542,10 @@ program.parseAsync(process.argv).catch((err: unknown) => {
   }
   if (err instanceof AppError) {
     console.error(`remessa: ${err.detail ?? err.message}`);
+    process.exit(1);
+  }
+  if (err instanceof StoreMismatch) {
+    console.error(`remessa: ${err.message}`);
     process.exit(1);
   }
   console.error('remessa:', err);

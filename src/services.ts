@@ -29,6 +29,7 @@ import { createBlobStore } from './storage/blob-stores.js';
 import { BlobWriter } from './storage/blob-writer.js';
 import { IntentStore } from './storage/intent-store.js';
 import { StorageReconciler } from './storage/reconciler.js';
+import { ensureStoreIdentity } from './storage/store-identity.js';
 import { UploadService } from './uploads/upload-service.js';
 import { catalogOf, UploadStore } from './uploads/upload-store.js';
 import { UserService } from './users/user-service.js';
@@ -140,6 +141,7 @@ async function assemble(
   const rateCounter = new RateCounter(db, clock);
   const blobs = opts.blobStore ?? (await createBlobStore(config));
   await blobs.open();
+  const storeIdentity = await ensureStoreIdentity(db, blobs);
   const fileStore = new FileStore(db, database.dialect);
   const linkStore = new LinkStore(db);
   const intents = new IntentStore(db, database.commits);
@@ -307,7 +309,7 @@ async function assemble(
     recipients,
     tracking,
     webhooks,
-    readiness: new Readiness({ db, blobs, clock }),
+    readiness: new Readiness({ db, blobs, clock, storeIdentity }),
     metrics,
     uploads,
     jobs,

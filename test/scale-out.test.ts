@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { STORE_IDENTITY_KEY } from '../src/storage/blob-store.js';
 import { bytes, type FileEntry, listArea, uploadRaw } from './helpers/files.js';
 import { MailSink } from './helpers/peers.js';
 import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
@@ -144,7 +145,11 @@ describe('three instances on PostgreSQL + S3, no shared directory', { skip }, ()
     for (const t of [a, b, c]) await t.advanceClock(DAY + 1000);
     await sweepAll();
     assert.equal((await a.server.services.audit.query({ event: 'file.purged' })).length, files.length);
-    assert.deepEqual(await bucket.keys(), []);
+    assert.deepEqual(
+      await bucket.keys(),
+      [`cluster/${STORE_IDENTITY_KEY}`],
+      'nothing but the store identity marker left',
+    );
     const report = await c.server.services.reconciler.check(false);
     assert.deepEqual([report.rows, report.objects, report.missing, report.orphans], [0, 0, [], []]);
   });

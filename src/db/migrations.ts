@@ -332,6 +332,18 @@ const auditPartialIndexes: Migration = {
   },
 };
 
+/** Values an installation keeps once for all its instances (storage/store-identity.ts). */
+const settings: Migration = {
+  async up(db) {
+    await db.schema
+      .createTable('settings')
+      .ifNotExists()
+      .addColumn('key', 'text', (c) => c.primaryKey())
+      .addColumn('value', 'text', (c) => c.notNull())
+      .execute();
+  },
+};
+
 const migrations = (dialect: Dialect): Record<string, Migration> => ({
   '0001_initial': initial(dialect),
   '0002_change_tokens_user': changeTokensByUser,
@@ -345,6 +357,7 @@ const migrations = (dialect: Dialect): Record<string, Migration> => ({
   '0019_audit_by_user_name': auditByUserName,
   '0020_commit_marks': commitMarks,
   '0021_audit_partial_indexes': auditPartialIndexes,
+  '0022_settings': settings,
 });
 
 class StaticProvider implements MigrationProvider {

@@ -197,6 +197,12 @@ export interface CommitMarksTable {
   at: number;
 }
 
+/** One value per key, shared by every instance of the installation. */
+export interface SettingsTable {
+  key: string;
+  value: string;
+}
+
 export interface Database {
   users: UsersTable;
   revoked_tokens: RevokedTokensTable;
@@ -212,6 +218,7 @@ export interface Database {
   uploads: UploadsTable;
   upload_chunks: UploadChunksTable;
   commit_marks: CommitMarksTable;
+  settings: SettingsTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

@@ -6,6 +6,7 @@
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/database.js';
 import type { BlobStore } from '../storage/blob-store.js';
+import { StoreMismatch, storeIdentityProblem } from '../storage/store-identity.js';
 
 export type ReadinessPart = 'database' | 'storage';
 
@@ -19,11 +20,16 @@ export interface ReadinessResult {
   outbox?: { pending: number; oldestPendingSeconds: number };
 }
 
-// A key no object ever has (blob keys are random): stat answers null without touching contents.
-const PROBE_KEY = 'remessa-readiness-probe';
-
 export class Readiness {
-  constructor(private readonly deps: { db: Db; blobs: BlobStore; clock: Clock; timeoutMs?: number }) {}
+  constructor(
+    private readonly deps: {
+      db: Db;
+      blobs: BlobStore;
+      clock: Clock;
+      storeIdentity: string;
+      timeoutMs?: number;
+    },
+  ) {}
 
   async check(): Promise<ReadinessResult> {
     const timeoutMs = this.deps.timeoutMs ?? 1000;
@@ -32,7 +38,11 @@ export class Readiness {
       within(timeoutMs, async () => {
         outbox = await this.outbox();
       }),
-      within(timeoutMs, () => this.deps.blobs.stat(PROBE_KEY)),
+      // The store answers, and is still the one the database's files are in.
+      within(timeoutMs, async () => {
+        const problem = await storeIdentityProblem(this.deps.blobs, this.deps.storeIdentity);
+        if (problem) throw new StoreMismatch(`the blob store ${problem}`);
+      }),
     ]);
     const checks = { database: database.status, storage: storage.status };
     const errors: ReadinessResult['errors'] = {};
@@ -70,7 +80,10 @@ async function within(
     return await Promise.race([
       probe().then(
         () => ({ status: 'ok' }),
-        (error: unknown) => ({ status: 'failed', error }),
+        (error: unknown) => ({
+          status: error instanceof StoreMismatch ? "is not the store this database's files are in" : 'failed',
+          error,
+        }),
       ),
       timeout,
     ]);

@@ -107,7 +107,7 @@ export interface BlobStore {
   readSmall(key: string, maxBytes: number): Promise<SmallBlob | null>;
   /** Idempotent. */
   delete(key: string): Promise<void>;
-  /** Every complete object, in no particular order. */
+  /** Every complete object but the store's identity marker (STORE_IDENTITY_KEY), in no particular order. */
   list(): AsyncIterable<ListedBlob>;
   /** Writes that never completed (a crash, or a write in progress right now). */
   listPartial(): AsyncIterable<PartialWrite>;
@@ -119,3 +119,12 @@ export interface BlobStore {
 
 /** Blob keys: random, URL-safe, the same rule in every adapter. */
 export const BLOB_KEY = /^[A-Za-z0-9_-]{16,64}$/;
+
+/**
+ * The object that names the store (storage/store-identity.ts): written and read like any blob,
+ * never listed, so it is neither a file's contents nor an orphan.
+ */
+export const STORE_IDENTITY_KEY = 'remessa-store-identity';
+
+/** A listed key that is a file's or an upload's contents (not the identity marker). */
+export const isListedBlob = (key: string): boolean => BLOB_KEY.test(key) && key !== STORE_IDENTITY_KEY;

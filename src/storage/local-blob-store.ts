@@ -29,6 +29,7 @@ import {
   type BlobStore,
   type ByteRange,
   type DirectBody,
+  isListedBlob,
   type ListedBlob,
   type PartialWrite,
   type SmallBlob,
@@ -259,7 +260,7 @@ export class LocalBlobStore implements BlobStore {
   async *list(): AsyncIterable<ListedBlob> {
     for (const sub of await readdir(this.blobDir).catch(() => [])) {
       for (const name of await readdir(path.join(this.blobDir, sub)).catch(() => [])) {
-        if (!BLOB_KEY.test(name)) continue;
+        if (!isListedBlob(name)) continue;
         const st = await stat(path.join(this.blobDir, sub, name)).catch(() => null);
         if (st) yield { key: name, modifiedAt: st.mtimeMs, size: st.size };
       }

@@ -2,7 +2,15 @@
 // fail at any step, so the layers above prove what a failing store does to an upload, a download
 // and the sweeper. Holds whole objects in memory: never for production.
 import { Readable } from 'node:stream';
-import type { BlobStat, BlobStore, ByteRange, ListedBlob, PartialWrite, SmallBlob } from './blob-store.js';
+import {
+  type BlobStat,
+  type BlobStore,
+  type ByteRange,
+  type ListedBlob,
+  type PartialWrite,
+  type SmallBlob,
+  STORE_IDENTITY_KEY,
+} from './blob-store.js';
 
 /** Where an injected failure strikes. */
 export type FailStep = 'write' | 'finish' | 'read' | 'delete';
@@ -87,7 +95,8 @@ export class MemoryBlobStore implements BlobStore {
   }
 
   async *list(): AsyncIterable<ListedBlob> {
-    for (const [key, o] of [...this.objects]) yield { key, modifiedAt: o.modifiedAt, size: o.data.length };
+    for (const [key, o] of [...this.objects])
+      if (key !== STORE_IDENTITY_KEY) yield { key, modifiedAt: o.modifiedAt, size: o.data.length };
   }
 
   async *listPartial(): AsyncIterable<PartialWrite> {

@@ -29,6 +29,7 @@ import {
   type BlobStat,
   type BlobStore,
   type ByteRange,
+  isListedBlob,
   type ListedBlob,
   type PartialWrite,
   type SmallBlob,
@@ -205,7 +206,7 @@ export class S3BlobStore implements BlobStore {
       );
       for (const o of r.Contents ?? []) {
         const key = (o.Key ?? '').slice(this.prefix.length);
-        if (BLOB_KEY.test(key)) yield { key, modifiedAt: o.LastModified?.getTime() ?? 0, size: o.Size ?? 0 };
+        if (isListedBlob(key)) yield { key, modifiedAt: o.LastModified?.getTime() ?? 0, size: o.Size ?? 0 };
       }
       token = r.IsTruncated ? r.NextContinuationToken : undefined;
     } while (token);

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Database } from '../../src/db/schema.js';
+import { STORE_IDENTITY_KEY } from '../../src/storage/store-identity.js';
 import { basic, call, type TestServer } from './server.js';
 
 export interface FileEntry {
@@ -63,9 +64,9 @@ async function walk(dir: string): Promise<string[]> {
   return out;
 }
 
-/** The blob files of the local store under the data dir (full paths). */
-export function blobFiles(t: TestServer): Promise<string[]> {
-  return walk(path.join(t.dataDir, 'blobs'));
+/** The blob files of the local store under the data dir (full paths), its identity marker aside. */
+export async function blobFiles(t: TestServer): Promise<string[]> {
+  return (await walk(path.join(t.dataDir, 'blobs'))).filter((p) => path.basename(p) !== STORE_IDENTITY_KEY);
 }
 
 /** How many rows a table holds. */

@@ -141,9 +141,32 @@ export interface StartOptions {
   blobStore?: BlobStore;
 }
 
+/**
+ * Instances on one PostgreSQL database with local storage share one data dir (one store), as a
+ * fleet must (storage/store-identity.ts refuses an instance whose store is another): the dir is
+ * made for the first and removed with the last.
+ */
+const fleetDirs = new Map<string, { dir: string; instances: number }>();
+
+async function dataDirFor(opts: StartOptions): Promise<{ dir: string; release(): Promise<void> }> {
+  if (opts.dataDir) return { dir: opts.dataDir, release: async () => {} };
+  const fleet = opts.env?.['REMESSA_STORAGE'] !== 's3' ? opts.env?.['REMESSA_DATABASE_URL'] : undefined;
+  const shared = fleet ? fleetDirs.get(fleet) : undefined;
+  const entry = shared ?? { dir: await mkdtemp(path.join(tmpdir(), 'remessa-test-')), instances: 0 };
+  entry.instances++;
+  if (fleet) fleetDirs.set(fleet, entry);
+  return {
+    dir: entry.dir,
+    async release() {
+      if (--entry.instances > 0) return;
+      if (fleet) fleetDirs.delete(fleet);
+      await rm(entry.dir, { recursive: true, force: true });
+    },
+  };
+}
+
 export async function startTestServer(opts: StartOptions = {}): Promise<TestServer> {
-  const ownDir = !opts.dataDir;
-  const dataDir = opts.dataDir ?? (await mkdtemp(path.join(tmpdir(), 'remessa-test-')));
+  const { dir: dataDir, release } = await dataDirFor(opts);
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, cb) {
@@ -191,7 +214,7 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
       bound = await bind();
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE' && attempt < 5) continue;
-      if (ownDir) await rm(dataDir, { recursive: true, force: true });
+      await release();
       throw err;
     }
   }
@@ -227,7 +250,7 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
       ),
     async close() {
       await server.close();
-      if (ownDir) await rm(dataDir, { recursive: true, force: true });
+      await release();
       if (responseProblems.length > 0) {
         throw new Error(
           `responses that do not match openapi.json (src/http/schemas.ts):\n${[...new Set(responseProblems)].join('\n')}`,
