@@ -195,6 +195,8 @@ async function assemble(
     db,
     tokens: new ChangeTokenStore(db),
     users,
+    userStore,
+    rateCounter,
     audit,
     keys,
     clock,

@@ -29,6 +29,9 @@ const SAMPLE: Record<string, string> = {
   pinRequired: 'yes',
   recipient: 'bob@example.com',
   downloadedAt: '1 May 2030 10:00',
+  failures: '10',
+  lockedFor: '1 hour',
+  lockedUntil: '1 May 2030 11:00',
 };
 
 const smsPin = (recipient: string): NotificationRequest => ({

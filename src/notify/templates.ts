@@ -10,9 +10,15 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Lang } from '../config.js';
 
-export type NotificationKind = 'password-pin' | 'file-link' | 'download-pin' | 'download-confirmation';
+export type NotificationKind =
+  | 'password-pin'
+  | 'recovery-locked'
+  | 'file-link'
+  | 'download-pin'
+  | 'download-confirmation';
 export const NOTIFICATION_KINDS: readonly NotificationKind[] = [
   'password-pin',
+  'recovery-locked',
   'file-link',
   'download-pin',
   'download-confirmation',
