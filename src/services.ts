@@ -200,6 +200,8 @@ async function assemble(
     db,
     tokens: new ChangeTokenStore(db),
     users,
+    userStore,
+    rateCounter,
     audit,
     keys,
     clock,

@@ -176,6 +176,10 @@ describe('credential cache bounds', () => {
     locked_until: 0,
     created_at: 0,
     updated_at: 0,
+    recovery_failures: 0,
+    recovery_window_end: 0,
+    recovery_locked_until: 0,
+    recovery_locks: 0,
   });
 
   test('holds at most maxEntries, forgetting the least recently used', () => {

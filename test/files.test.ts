@@ -162,7 +162,8 @@ describe('upload and download', () => {
     assert.equal((win.body['files'] as FileEntry[])[0]!.name, 'notes.txt');
   });
 
-  const refused: [string, () => Promise<{ status: number; body: Record<string, unknown> }>, number][] = [
+  type Refusal = [string, () => Promise<{ status: number; body: Record<string, unknown> }>, number];
+  const refused: Refusal[] = [
     ['no file name anywhere', () => uploadRaw(t, alice, bytes(10), {}), 400],
     [
       'a part without filename and no file query',
@@ -183,6 +184,32 @@ describe('upload and download', () => {
     ['control characters', () => uploadRaw(t, alice, bytes(10), { file: 'bad\u0007name.txt' }), 400],
     ['bidi override', () => uploadRaw(t, alice, bytes(10), { file: 'invoice\u202Efdp.exe' }), 400],
     ['a dot name', () => uploadRaw(t, alice, bytes(10), { file: '..' }), 400],
+    ...[
+      'con',
+      'NUL',
+      'nul.txt',
+      'Con.tar.gz',
+      'aux',
+      'PRN.pdf',
+      'com1',
+      'COM9.log',
+      'lpt1.txt',
+      'LPT²',
+      'conin$',
+      'con .txt',
+      'nul.',
+    ].map(
+      (name): Refusal => [
+        `reserved device name ${name}`,
+        () => uploadRaw(t, alice, bytes(10), { file: name }),
+        400,
+      ],
+    ),
+    [
+      'a reserved device name as a multipart filename',
+      () => uploadMultipart(t, alice, [{ data: bytes(10), filename: 'NUL.txt' }]),
+      400,
+    ],
     ['a name over 255 bytes', () => uploadRaw(t, alice, bytes(10), { file: `${'é'.repeat(128)}.txt` }), 400],
     ['unknown destination user', () => uploadRaw(t, alice, bytes(10), { file: 'a.txt', d: 'nobody' }), 400],
     ['disabled destination user', () => uploadRaw(t, alice, bytes(10), { file: 'a.txt', d: 'offline' }), 400],
@@ -209,6 +236,22 @@ describe('upload and download', () => {
       assert.deepEqual(await footprint(t), before);
     });
   }
+
+  test('names that only start like a device name are kept', async () => {
+    for (const name of [
+      'console.txt',
+      'nullable',
+      'com10.txt',
+      'CONTRACT.pdf',
+      'aux-report.pdf',
+      'lpt.txt',
+      'my con.txt',
+    ]) {
+      const r = await uploadRaw(t, alice, bytes(10), { file: name });
+      assert.equal(r.status, 200, name);
+      assert.equal((r.body['files'] as { name: string }[])[0]!.name, name);
+    }
+  });
 
   test('download tokens: missing → 400, unknown → 401, wrong method → 405, all as envelopes', async () => {
     const missing = await call(`${t.base}/download/file`);

@@ -100,4 +100,41 @@ describe('outbox on PostgreSQL, two instances', { skip: available ? false : PG_S
       .execute();
     assert.equal(pins.length, 2, 'the code from forgetParameters and exactly one more');
   });
+
+  test('wrong recovery PINs count per account across instances; the lock holds on both', async () => {
+    await a.createUser('pglock', 'pg-lock-password');
+    const change = (s: TestServer, fields: Record<string, string>) =>
+      call(`${s.base}/auth/changeParameters`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify(fields),
+      });
+    const links: { k: string; pin: string }[] = [];
+    for (let round = 0; round < 2; round++) {
+      for (const s of [a, b]) await s.advanceClock(61_000);
+      const r = await call(`${(round ? b : a).base}/auth/forgetParameters?u=pglock`);
+      assert.equal(r.status, 200);
+      await a.server.workers.get('outbox')!.runOnce();
+      const pin = /PIN\): (\d{6})/.exec((await mail.take('pglock@example.com')).text ?? '')![1]!;
+      const k = new URL(String(r.body['linkURL'])).searchParams.get('k')!;
+      links.push({ k, pin });
+      const wrong = pin === '000000' ? '111111' : '000000';
+      // Alternating instances: each sees half the failures, the account all ten.
+      for (let i = 0; i < (round ? 4 : 5); i++) {
+        assert.equal((await change(i % 2 ? a : b, { k, p: wrong, z: 'pg-lock-new' })).status, 403);
+      }
+    }
+    const last = links[1]!;
+    assert.equal(
+      (await change(a, { k: last.k, p: last.pin === '000000' ? '1' : '0', z: 'pg-lock-new' })).status,
+      403,
+    );
+    assert.equal((await change(b, { k: last.k, p: last.pin, z: 'pg-lock-new' })).status, 401);
+    assert.equal((await change(a, { k: last.k, p: last.pin, z: 'pg-lock-new' })).status, 401);
+    for (const s of [a, b]) await s.advanceClock(61_000);
+    assert.equal((await call(`${a.base}/auth/forgetParameters?u=pglock`)).status, 429);
+    assert.equal((await call(`${b.base}/auth/forgetParameters?u=pglock`)).status, 429);
+    await b.server.workers.get('outbox')!.runOnce();
+    assert.match((await mail.take('pglock@example.com')).subject ?? '', /recuperação de senha bloqueada/);
+  });
 });

@@ -11,8 +11,9 @@ import { inTransaction } from '../src/db/transaction.js';
 import type { NotificationRequest } from '../src/notify/notification-service.js';
 import { NOTIFICATION_KINDS, Templates } from '../src/notify/templates.js';
 import { TwilioTransport } from '../src/notify/transports.js';
+import { bytes, uploadRaw } from './helpers/files.js';
 import { eventually, HttpPeer, MailSink, sleep } from './helpers/peers.js';
-import { call, closing, freePort, startTestServer, type TestServer } from './helpers/server.js';
+import { basic, call, closing, freePort, startTestServer, type TestServer } from './helpers/server.js';
 
 const SAMPLE: Record<string, string> = {
   user: 'ana',
@@ -29,6 +30,9 @@ const SAMPLE: Record<string, string> = {
   pinRequired: 'yes',
   recipient: 'bob@example.com',
   downloadedAt: '1 May 2030 10:00',
+  failures: '10',
+  lockedFor: '1 hour',
+  lockedUntil: '1 May 2030 11:00',
 };
 
 const smsPin = (recipient: string): NotificationRequest => ({
@@ -211,6 +215,50 @@ describe('SMS transports', () => {
       assert.equal(hook.requests.length, 10);
       const to = hook.requests.map((r) => (JSON.parse(r.body) as { to: string }).to);
       assert.equal(new Set(to).size, 10);
+    } finally {
+      await t.close();
+      await hook.close();
+    }
+  });
+});
+
+describe('file names in SMS', () => {
+  test('quoted, shortened, without line breaks, invisible characters, links or a closing quote', async () => {
+    const { hook, t } = await smsWebhookServer();
+    try {
+      await t.createUser('sender', 'sender-password', { lang: 'en' });
+      const hostile = [
+        'Your account is blocked\u2028\u200f" call +55 11 4000-0000 now, or visit',
+        'https:secure-bank.example.com and support@bank.example pay.pdf',
+      ].join(' ');
+      const r = await uploadRaw(t, basic('sender', 'sender-password'), bytes(10), {
+        file: hostile,
+        c: '+5511988880000',
+      });
+      assert.equal(r.status, 200);
+      const plain = await uploadRaw(t, basic('sender', 'sender-password'), bytes(10), {
+        file: 'relatório.final.pdf',
+        c: '+5511988880001',
+      });
+      assert.equal(plain.status, 200);
+      await t.server.workers.get('outbox')!.runOnce();
+      const texts = new Map(
+        hook.requests.map((q) => {
+          const body = JSON.parse(q.body) as { to: string; text: string };
+          return [body.to, body.text];
+        }),
+      );
+      const text = texts.get('+5511988880000')!;
+      const quoted = /sent you "([^"]*)" \(/.exec(text);
+      assert.ok(quoted, text);
+      const shown = quoted[1]!;
+      assert.ok([...shown].length <= 40, shown);
+      assert.ok(shown.startsWith("Your account is blocked ' call +55"), shown);
+      assert.ok(shown.endsWith('….pdf'), shown);
+      assert.equal(text.match(/"/g)!.length, 2, 'the name cannot close the quotes');
+      assert.ok(!/[\p{Cc}\u200f\u2028]/u.test(text), 'no line breaks or invisible characters');
+      assert.ok(!/https:|secure-bank\.example|@bank/.test(text), text);
+      assert.match(texts.get('+5511988880001')!, /sent you "relatório_final\.pdf"/);
     } finally {
       await t.close();
       await hook.close();

@@ -10,7 +10,15 @@ import type { Browser } from 'playwright-core';
 import { errors, json } from '../src/http/schemas.js';
 import { browserSkip, launchBrowser, openPage, screenshot } from './helpers/browser.js';
 import { responseProblem } from './helpers/responses.js';
-import { basic, call, closeAll, startTestServer, type TestServer } from './helpers/server.js';
+import {
+  basic,
+  call,
+  closeAll,
+  ERROR_KEYS,
+  errorKeys,
+  startTestServer,
+  type TestServer,
+} from './helpers/server.js';
 
 interface Operation {
   tags?: string[];
@@ -187,6 +195,42 @@ describe('every response is checked against openapi.json', () => {
     );
     assert.match(responseProblem(sent({ error: 401 }, 401), '/v1') ?? '', /required property/);
     t.responseProblems.length = 0;
+  });
+});
+
+describe('the docs routes', () => {
+  let t: TestServer;
+  before(async () => {
+    t = await startTestServer();
+  });
+  after(() => closeAll(t));
+
+  test('static/index.html leads to the page, with or without a query string (no redirect loop)', async () => {
+    for (const query of ['', '?x=1', '?page=%F0%9B%87%AB']) {
+      const r = await fetch(`${t.base}/docs/static/index.html${query}`, { redirect: 'manual' });
+      assert.equal(r.status, 302, query);
+      assert.equal(r.headers.get('location'), `${new URL(t.base).pathname}/docs/`, query);
+      const followed = await fetch(`${t.base}/docs/static/index.html${query}`);
+      assert.equal(followed.status, 200, query);
+      assert.match(await followed.text(), /Swagger UI/);
+    }
+  });
+
+  test('their errors are envelopes', async () => {
+    for (const [method, path, status, headers] of [
+      ['GET', '/docs/static/nope.js', 404, {}],
+      ['GET', '/docs/nothing', 404, {}],
+      ['POST', '/docs', 405, {}],
+      ['DELETE', '/docs/json', 405, {}],
+      ['GET', '/docs/static/..%5cpackage.json', 403, {}],
+      ['GET', '/docs/static/%00', 400, {}],
+      ['GET', '/docs/static/swagger-ui.css', 416, { Range: 'bytes=99999999-' }],
+    ] as const) {
+      const r = await call(`${t.base}${path}`, { method, headers });
+      assert.equal(r.status, status, `${method} ${path}`);
+      assert.deepEqual(errorKeys(r.body), ERROR_KEYS, `${method} ${path}`);
+      assert.equal(r.body['status'], status);
+    }
   });
 });
 

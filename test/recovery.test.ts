@@ -315,6 +315,115 @@ describe('password recovery', () => {
     assert.equal((await call(`${t.base}/auth/firstaccess?u=newbie`)).status, 403, 'no longer first access');
   });
 
+  /** A new link for `user` (after the one-a-minute wait) and the PIN e-mailed with it. */
+  async function freshLink(user: string): Promise<{ k: string; pin: string }> {
+    await t.advanceClock(61_000);
+    const r = await forget(user);
+    assert.equal(r.status, 200);
+    const k = kOf(String(r.body['linkURL']));
+    const pin = pinOf(await mail.take(`${user}@example.com`));
+    secrets.push(k, pin);
+    return { k, pin };
+  }
+  const wrongFor = (pin: string) => (pin === '000000' ? '111111' : '000000');
+  const outboxOf = (user: string, kind: string) =>
+    t.server.services.db
+      .selectFrom('outbox')
+      .select('id')
+      .where('kind', '=', kind)
+      .where('user_name', '=', user)
+      .execute();
+
+  test('ten wrong PINs over several links lock recovery for the account; the owner is told once', async () => {
+    await t.createUser('target', 'target-password', { email: 'target@example.com', lang: 'en' });
+    // Five on one link (it dies), four on the next: nine, no lock yet.
+    const a = await freshLink('target');
+    for (let i = 0; i < 5; i++)
+      assert.equal((await change({ k: a.k, p: wrongFor(a.pin), z: 'target-new-pass' })).status, 403);
+    const b = await freshLink('target');
+    for (let i = 0; i < 4; i++)
+      assert.equal((await change({ k: b.k, p: wrongFor(b.pin), z: 'target-new-pass' })).status, 403);
+    // The tenth (three at once: only one of them locks and warns).
+    const c = await freshLink('target');
+    const tenth = await Promise.all(
+      [0, 1, 2].map(() => change({ k: c.k, p: wrongFor(c.pin), z: 'target-new-pass' })),
+    );
+    assert.deepEqual(
+      tenth.map((w) => w.status),
+      [403, 403, 403],
+    );
+
+    // Locked: the right PIN on the live link is refused as a dead link is, and no new link.
+    const right = await change({ k: c.k, p: c.pin, z: 'target-new-pass' });
+    assert.equal(right.status, 401);
+    assert.deepEqual(errorKeys(right.body), ERROR_KEYS);
+    assert.equal(right.body['description'], 'Unauthorized');
+    assert.equal((await change({ k: c.k })).status, 401, 'no fresh PIN either');
+    await t.advanceClock(61_000);
+    const refused = await forget('target');
+    assert.equal(refused.status, 429);
+    assert.equal(refused.body['description'], 'Too Many Requests');
+    assert.ok(Number(refused.headers.get('retry-after')) > 3000);
+    assert.equal((await call(`${t.base}/auth/forget?u=TARGET`)).status, 429);
+    assert.equal((await token('target', 'target-password')).status, 200, 'the password is unchanged');
+
+    const warning = await mail.take('target@example.com');
+    assert.equal(warning.subject, 'Remessa: password recovery locked on your account');
+    assert.match(warning.text ?? '', /entered 10 wrong security codes/);
+    assert.match(warning.text ?? '', /locked for 1 hour/);
+    assert.equal((await outboxOf('target', 'recovery-locked')).length, 1, 'exactly one warning');
+    const audit = await t.server.services.audit.query({ user: 'target' });
+    assert.equal(audit.filter((e) => e.event === 'password.recovery_locked').length, 1);
+
+    // The lock ends after an hour; then recovery works again, with the right PIN.
+    await t.advanceClock(3600_000);
+    const d = await freshLink('target');
+    assert.equal((await change({ k: d.k, p: d.pin, z: 'target-new-pass' })).status, 200);
+    secrets.push('target-new-pass');
+    assert.equal((await token('target', 'target-new-pass')).status, 200);
+    assert.equal((await outboxOf('target', 'recovery-locked')).length, 1);
+  });
+
+  test('a second lock lasts twice as long; enabling the account lifts it', async () => {
+    await t.createUser('twice', 'twice-password', { email: 'twice@example.com', lang: 'pt' });
+    const lockOut = async () => {
+      for (let round = 0; round < 2; round++) {
+        const l = await freshLink('twice');
+        for (let i = 0; i < 5; i++) await change({ k: l.k, p: wrongFor(l.pin), z: 'twice-new-pass' });
+      }
+      assert.match((await mail.take('twice@example.com')).subject ?? '', /recuperação de senha bloqueada/);
+    };
+    await lockOut();
+    await t.advanceClock(3600_000);
+    await lockOut();
+    await t.advanceClock(3600_000);
+    const still = await forget('twice');
+    assert.equal(still.status, 429, 'the second lock lasts two hours');
+    await t.server.services.users.setEnabled('twice', true);
+    assert.equal((await forget('twice')).status, 200);
+    secrets.push(pinOf(await mail.take('twice@example.com')));
+  });
+
+  test('at most five PIN e-mails an hour to one account, new links and fresh PINs alike', async () => {
+    await t.createUser('inbox', 'inbox-password', { email: 'inbox@example.com', lang: 'en' });
+    const { k } = await freshLink('inbox');
+    for (let i = 0; i < 4; i++) {
+      await t.advanceClock(61_000);
+      assert.equal((await change({ k })).status, 200);
+      secrets.push(pinOf(await mail.take('inbox@example.com')));
+    }
+    await t.advanceClock(61_000);
+    const sixth = await change({ k });
+    assert.equal(sixth.status, 429);
+    assert.equal(sixth.body['description'], 'Too Many Requests');
+    assert.ok(Number(sixth.headers.get('retry-after')) > 0);
+    assert.equal((await forget('inbox')).status, 429);
+    assert.equal((await outboxOf('inbox', 'password-pin')).length, 5);
+    await t.advanceClock(3600_000);
+    await freshLink('inbox');
+    assert.equal((await outboxOf('inbox', 'password-pin')).length, 6);
+  });
+
   test('every step is audited without secrets', async () => {
     const rows = await t.server.services.audit.query({ limit: 10_000 });
     const events = new Set(rows.map((r) => r.event));

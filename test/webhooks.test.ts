@@ -435,6 +435,39 @@ describe('webhooks: safety', () => {
     assert.equal((await add('https://hooks.example.com/remessa')).status, 200);
   });
 
+  test('IPv6 spellings of loopback and private IPv4 addresses are refused at subscription', async () => {
+    for (const url of [
+      'http://[::7f00:1]/hook', // IPv4-compatible 127.0.0.1
+      'http://[::127.0.0.1]/hook',
+      'http://[::a00:1]/hook',
+      'http://[::ffff:7f00:1]/hook', // IPv4-mapped, hex
+      'http://[0:0:0:0:0:ffff:a9fe:a9fe]/hook', // mapped 169.254.169.254
+      'http://[::ffff:0:127.0.0.1]/hook', // IPv4-translated
+      'http://[64:ff9b::7f00:1]/hook', // NAT64
+      'http://[64:ff9b:1::a00:1]/hook', // local-use NAT64
+      'http://[2002:7f00:1::]/hook', // 6to4
+      'http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/hook', // Teredo
+      'http://[fe80::]/hook',
+      'http://[FEBF::1]/hook',
+      'http://[fc00::]/hook',
+      'http://[::]/hook',
+      'http://[2001:db8::1]/hook',
+    ]) {
+      const r = await add(url);
+      assert.equal(r.status, 400, url);
+      assert.deepEqual(errorKeys(r.body), ERROR_KEYS);
+      assert.equal(
+        r.body['detail'],
+        'url: loopback, link-local and private addresses are refused (REMESSA_WEBHOOK_ALLOW_PRIVATE)',
+        url,
+      );
+    }
+    // Public addresses in the same spellings are still taken.
+    for (const url of ['http://[::ffff:808:808]/hook', 'https://[2606:4700:4700::1111]/hook']) {
+      assert.equal((await add(url)).status, 200, url);
+    }
+  });
+
   test('a name that resolves to a private address is refused when delivering', async () => {
     const name = hostname();
     const { address } = await lookup(name);

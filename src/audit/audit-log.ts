@@ -22,6 +22,7 @@ export type AuditEventName =
   | 'password.changed'
   | 'password.change_failed'
   | 'password.link_issued'
+  | 'password.recovery_locked'
   | 'upload'
   | 'upload.failed'
   | 'download'

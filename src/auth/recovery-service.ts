@@ -12,9 +12,12 @@ import type { NotificationService } from '../notify/notification-service.js';
 import { formatDuration } from '../notify/templates.js';
 import { type Keys, randomToken, sha256 } from '../security/keys.js';
 import { PinLifecycle, PinPolicy } from '../security/pins.js';
+import type { RateCounter } from '../security/rate-counter.js';
 import type { UserService } from '../users/user-service.js';
+import type { UserStore } from '../users/user-store.js';
 import { isLang } from '../validation.js';
 import type { ChangeTokenStore } from './change-token-store.js';
+import { RECOVERY_LIMITS, RecoveryGuard, type RecoveryLimits } from './recovery-lock.js';
 
 export type ChangePurpose = 'forget' | 'firstaccess';
 
@@ -28,6 +31,8 @@ export interface RecoveryOptions {
   maxPinFailures?: number;
   /** Minimum gap between two PIN e-mails for one link, and between two links for one user. */
   resendSeconds?: number;
+  /** Per-account limits (recovery-lock.ts); RECOVERY_LIMITS unless given. */
+  limits?: RecoveryLimits;
 }
 
 export interface ChangeInput {
@@ -45,6 +50,9 @@ export interface RecoveryDeps {
   db: Db;
   tokens: ChangeTokenStore;
   users: UserService;
+  /** The per-account counts and locks are written straight to the users table. */
+  userStore: UserStore;
+  rateCounter: RateCounter;
   audit: AuditLog;
   keys: Keys;
   clock: Clock;
@@ -57,6 +65,7 @@ export class RecoveryService {
   private readonly maxFailures: number;
   private readonly resendMs: number;
   private readonly pins: PinLifecycle;
+  private readonly guard: RecoveryGuard;
   private readonly db: Db;
   private readonly tokens: ChangeTokenStore;
   private readonly users: UserService;
@@ -87,6 +96,15 @@ export class RecoveryService {
       // uses it up.
       rows: tokens.pinWrites,
     });
+    this.guard = new RecoveryGuard({
+      db: deps.db,
+      users: deps.userStore,
+      counter: deps.rateCounter,
+      audit: deps.audit,
+      notify: deps.notify,
+      limits: opts.limits ?? RECOVERY_LIMITS,
+      langOf: (user) => this.langOf(user),
+    });
   }
 
   private langOf(user: UserRow): Lang {
@@ -104,7 +122,8 @@ export class RecoveryService {
   /**
    * forgetParameters / firstaccess: issues a change link and e-mails its PIN.
    * Unknown user → 401; disabled, no e-mail, or (first access) not in first-access state → 403;
-   * a second link for the same user within a minute → 429.
+   * a second link for the same user within a minute, recovery locked for the account after too
+   * many wrong PINs, or more PIN e-mails to it in an hour than allowed → 429.
    */
   async issueLink(name: string, purpose: ChangePurpose, remote: string | null): Promise<LinkResult> {
     const user = await this.users.find(name);
@@ -124,9 +143,15 @@ export class RecoveryService {
       throw forbidden(refuse === 'account disabled' ? undefined : refuse);
     }
     const now = this.clock.now();
+    const locked = this.guard.lockedFor(user, now);
+    if (locked > 0) {
+      await this.failed(user.name, remote, `${purpose}: password recovery locked`);
+      throw this.guard.locked(locked);
+    }
     // One link per user per resend period: a new link is also a PIN sent.
     const recent = await this.tokens.newestSince(user.id, now - this.resendMs);
     if (recent !== undefined) throw this.pins.policy.tooSoon(this.pins.policy.resendWait(recent, now));
+    await this.guard.spendMail(user);
 
     const token = randomToken();
     const linkURL = this.linkFor(user, token);
@@ -157,7 +182,8 @@ export class RecoveryService {
   /**
    * changeParameters. k alone: e-mails a fresh PIN. k, p and z: checks the PIN, sets the password,
    * consumes the link and revokes older bearer tokens. Errors: no k, or p without z, or z failing
-   * the policy → 400; unknown, expired, used or dead k → 401; wrong or expired PIN → 403;
+   * the policy → 400; unknown, expired, used or dead k, or recovery locked for the account (its
+   * links answer as dead ones, the right PIN too) → 401; wrong or expired PIN → 403;
    * a PIN asked again within a minute → 429.
    */
   async change(input: ChangeInput, remote: string | null): Promise<LinkResult> {
@@ -174,6 +200,10 @@ export class RecoveryService {
       row.pin_failures >= this.maxFailures
     ) {
       await this.failed(user?.name ?? null, remote, 'invalid, expired or used change link');
+      throw unauthorized('change link is invalid, expired or already used');
+    }
+    if (this.guard.lockedFor(user, now) > 0) {
+      await this.failed(user.name, remote, 'password recovery locked');
       throw unauthorized('change link is invalid, expired or already used');
     }
     if (!user.enabled) {
@@ -236,6 +266,10 @@ export class RecoveryService {
     if (verdict.locked) {
       await this.failed(user.name, remote, `${failures} wrong PINs: change link disabled`);
     }
+    if (await this.guard.wrongPin(user, now, remote)) {
+      // Every open link of the account dies with the lock, so none outlives it.
+      await this.tokens.consumeAll(user.id, now);
+    }
     throw forbidden('wrong PIN');
   }
 
@@ -250,6 +284,8 @@ export class RecoveryService {
       await this.failed(user.name, remote, 'no e-mail address on record');
       throw forbidden('no e-mail address on record');
     }
+    this.pins.checkSlot(row, now);
+    await this.guard.spendMail(user);
     await this.pins.send(row, now, async (trx, pin) => {
       await this.enqueuePin(trx, user, row.purpose as ChangePurpose, pin, linkURL);
       await this.audit.record(

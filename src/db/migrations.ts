@@ -332,6 +332,25 @@ const auditPartialIndexes: Migration = {
   },
 };
 
+// Wrong password-recovery PINs counted per account across its change links, and the lock they
+// lead to (src/auth/recovery-lock.ts): in the database, so every instance sees one count.
+const recoveryLockout: Migration = {
+  async up(db) {
+    const columns = [
+      ['recovery_failures', 'integer'],
+      ['recovery_window_end', 'bigint'],
+      ['recovery_locked_until', 'bigint'],
+      ['recovery_locks', 'integer'],
+    ] as const;
+    for (const [name, type] of columns) {
+      await db.schema
+        .alterTable('users')
+        .addColumn(name, type, (c) => c.notNull().defaultTo(0))
+        .execute();
+    }
+  },
+};
+
 /** Values an installation keeps once for all its instances (storage/store-identity.ts). */
 const settings: Migration = {
   async up(db) {
@@ -357,7 +376,8 @@ const migrations = (dialect: Dialect): Record<string, Migration> => ({
   '0019_audit_by_user_name': auditByUserName,
   '0020_commit_marks': commitMarks,
   '0021_audit_partial_indexes': auditPartialIndexes,
-  '0022_settings': settings,
+  '0022_recovery_lockout': recoveryLockout,
+  '0023_settings': settings,
 });
 
 class StaticProvider implements MigrationProvider {

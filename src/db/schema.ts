@@ -19,6 +19,13 @@ export interface UsersTable {
   locked_until: number;
   created_at: number;
   updated_at: number;
+  /** Wrong password-recovery PINs in the window ending at recovery_window_end (any link). */
+  recovery_failures: Generated<number>;
+  recovery_window_end: Generated<number>;
+  /** Password recovery refused until then (too many wrong PINs). */
+  recovery_locked_until: Generated<number>;
+  /** Locks since the last password change or unlock: each lasts twice the one before. */
+  recovery_locks: Generated<number>;
 }
 
 export interface RevokedTokensTable {

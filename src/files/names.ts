@@ -1,10 +1,16 @@
 // File names as users send them, made safe to store and to offer back in Content-Disposition
-// (DESIGN §4): no path parts, no control characters, at most 255 UTF-8 bytes.
+// (DESIGN §4): no path parts, no control characters, no Windows device names, at most 255 UTF-8
+// bytes.
 import { badRequest } from '../errors.js';
 
 // C0/C1 controls, DEL, and Unicode bidi overrides (which can disguise an extension).
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
+
+// Windows device names: a file saved under one of them (any case, with any extension, trailing
+// spaces before the dot ignored) opens the device instead, so a recipient could not save it.
+const RESERVED =
+  /^(con|prn|aux|nul|com[0-9\u00b9\u00b2\u00b3]|lpt[0-9\u00b9\u00b2\u00b3]|conin\$|conout\$)[ .]*(\..*)?$/i;
 
 export function sanitizeFileName(raw: string): string {
   const name = raw.normalize('NFC').trim();
@@ -14,6 +20,7 @@ export function sanitizeFileName(raw: string): string {
   // Clients such as old browsers send "C:\\dir\\file.txt": keep only the last part.
   const base = segments[segments.length - 1]!.trim();
   if (base === '' || base === '.' || base === '..') throw badRequest('file name is empty or invalid');
+  if (RESERVED.test(base)) throw badRequest('file name is a reserved device name (CON, NUL, COM1…)');
   if (Buffer.byteLength(base, 'utf8') > 255) throw badRequest('file name longer than 255 bytes');
   return base;
 }

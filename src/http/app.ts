@@ -321,10 +321,18 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
     }),
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json['$id'] ?? `def-${i}`) },
   });
+  const docsIndex = `${config.apiPath}/docs/static/index.html`;
   await app.register(swaggerUi, {
     routePrefix: `${config.apiPath}/docs`,
     staticCSP: DOCS_CSP,
     uiConfig: { url: `${config.apiPath}/openapi.json`, deepLinking: false },
+    uiHooks: {
+      // The package redirects static/index.html to the page by rewriting the URL's end, so with a
+      // query string it sent the client to the same URL again, for ever.
+      onRequest: async (request, reply) => {
+        if (request.url.split('?', 1)[0] === docsIndex) return reply.redirect(`${config.apiPath}/docs/`);
+      },
+    },
   });
   app.get(`${config.apiPath}/openapi.json`, { schema: { hide: true } }, async (_request, reply) =>
     reply.header('Cache-Control', 'no-cache').send(app.swagger()),

@@ -10,9 +10,15 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Lang } from '../config.js';
 
-export type NotificationKind = 'password-pin' | 'file-link' | 'download-pin' | 'download-confirmation';
+export type NotificationKind =
+  | 'password-pin'
+  | 'recovery-locked'
+  | 'file-link'
+  | 'download-pin'
+  | 'download-confirmation';
 export const NOTIFICATION_KINDS: readonly NotificationKind[] = [
   'password-pin',
+  'recovery-locked',
   'file-link',
   'download-pin',
   'download-confirmation',
@@ -53,7 +59,9 @@ export class Templates {
   ): Promise<Rendered> {
     if (channel === 'sms') {
       const source = await this.load(lang, `${kind}.sms.txt`);
-      return { subject: '', text: substitute(source, vars, kind).trim() };
+      const safe =
+        vars['fileName'] === undefined ? vars : { ...vars, fileName: smsFileName(vars['fileName']) };
+      return { subject: '', text: substitute(source, safe, kind).trim() };
     }
     const source = (await this.load(lang, `${kind}.txt`)).replace(/\r\n/g, '\n');
     const m = /^Subject:[ \t]*(.*)\n/.exec(source);
@@ -64,6 +72,34 @@ export class Templates {
     const text = `${body.trim()}\n`;
     return { subject, text };
   }
+}
+
+/** The most of a file name an SMS shows (characters, with the extension and the ellipsis). */
+export const SMS_FILE_NAME_CHARS = 40;
+
+/**
+ * A file name as an SMS shows it (the templates quote it). The name is the sender's text going out
+ * from the service's own number, so it must read as a file name, not as a message: no control or
+ * invisible characters, no quote that ends the quoting, nothing a phone makes into a link or a
+ * mail address (URL schemes go; "@" and every dot but the extension's become "_"), and at most
+ * SMS_FILE_NAME_CHARS characters, shortened in the middle so the extension stays visible.
+ */
+export function smsFileName(name: string): string {
+  let clean = name
+    .replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, ' ')
+    .replace(/["\u201c\u201d\u201e\u00ab\u00bb]/g, "'")
+    .replace(/\b(?:https?|ftp|file|mailto|tel|sms|data|javascript):/gi, '')
+    .replace(/@/g, '_')
+    .replace(/\s+/g, ' ')
+    .trim();
+  const dot = clean.lastIndexOf('.');
+  const ext = dot > 0 && /^\.[\p{L}\p{N}]{1,8}$/u.test(clean.slice(dot)) ? clean.slice(dot) : '';
+  clean = clean.slice(0, clean.length - ext.length).replace(/\./g, '_') + ext;
+  const chars = [...clean];
+  if (chars.length <= SMS_FILE_NAME_CHARS) return clean || '_';
+  const extChars = [...ext];
+  const keep = SMS_FILE_NAME_CHARS - 1 - extChars.length;
+  return `${chars.slice(0, keep).join('').trimEnd()}…${ext}`;
 }
 
 function lookup(vars: Record<string, string>, name: string, kind: string): string {

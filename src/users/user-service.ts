@@ -10,6 +10,14 @@ import { AppError, badRequest } from '../errors.js';
 import { isEmail, isLang, isUserName, normalizeMobile } from '../validation.js';
 import type { UserStore } from './user-store.js';
 
+/** A password set, or an account enabled by an administrator, lifts a password-recovery lock. */
+const RECOVERY_UNLOCKED = {
+  recovery_failures: 0,
+  recovery_window_end: 0,
+  recovery_locked_until: 0,
+  recovery_locks: 0,
+} satisfies UserUpdate;
+
 export interface UserFields {
   email?: string | null;
   mobile?: string | null;
@@ -125,6 +133,7 @@ export class UserService {
       first_access: 0,
       failed_logins: 0,
       locked_until: 0,
+      ...RECOVERY_UNLOCKED,
       token_generation: user.token_generation + 1,
       updated_at: this.clock.now(),
     });
@@ -135,7 +144,7 @@ export class UserService {
     const user = await this.get(name);
     const patch: UserUpdate = { enabled: enabled ? 1 : 0, updated_at: this.clock.now() };
     if (!enabled) patch.token_generation = user.token_generation + 1;
-    else Object.assign(patch, { failed_logins: 0, locked_until: 0 });
+    else Object.assign(patch, { failed_logins: 0, locked_until: 0, ...RECOVERY_UNLOCKED });
     await this.store.update(user.id, patch);
     await this.audit.record({
       event: enabled ? 'user.enabled' : 'user.disabled',

@@ -1,4 +1,5 @@
 // Persistence of user accounts.
+import { sql } from 'kysely';
 import { prepare } from '../db/compiled.js';
 import type { Db } from '../db/database.js';
 import type { NewUser, UserRow, UserUpdate } from '../db/schema.js';
@@ -43,6 +44,47 @@ export class UserStore {
       .returning('failed_logins')
       .executeTakeFirst();
     return row?.failed_logins ?? 0;
+  }
+
+  /**
+   * Atomically counts a wrong password-recovery PIN in the window that started with the first of
+   * them (a window that is over starts again at 1); returns the new count and the locks so far.
+   */
+  async countRecoveryFailure(
+    id: number,
+    now: number,
+    windowMs: number,
+  ): Promise<{ failures: number; locks: number } | undefined> {
+    const row = await this.db
+      .updateTable('users')
+      .set({
+        recovery_failures: sql`case when recovery_window_end <= ${now} then 1 else recovery_failures + 1 end`,
+        recovery_window_end: sql`case when recovery_window_end <= ${now} then ${now + windowMs} else recovery_window_end end`,
+      })
+      .where('id', '=', id)
+      .returning(['recovery_failures', 'recovery_locks'])
+      .executeTakeFirst();
+    return row && { failures: Number(row.recovery_failures), locks: Number(row.recovery_locks) };
+  }
+
+  /**
+   * Locks password recovery until `until` once `maxFailures` wrong PINs were counted; true for the
+   * one caller of concurrent ones that locked it (it alone tells the owner).
+   */
+  async lockRecovery(id: number, now: number, until: number, maxFailures: number, db: Db = this.db) {
+    const res = await db
+      .updateTable('users')
+      .set((eb) => ({
+        recovery_locked_until: until,
+        recovery_locks: eb('recovery_locks', '+', 1),
+        recovery_failures: 0,
+        recovery_window_end: 0,
+      }))
+      .where('id', '=', id)
+      .where('recovery_locked_until', '<=', now)
+      .where('recovery_failures', '>=', maxFailures)
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) === 1;
   }
 
   list(): Promise<UserRow[]> {

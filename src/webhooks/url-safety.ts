@@ -25,12 +25,17 @@ for (const [net, prefix] of [
   blocked.addSubnet(net, prefix, 'ipv4');
 }
 for (const [net, prefix] of [
-  ['::', 128],
-  ['::1', 128],
+  // IPv4-compatible (deprecated), with "::" and "::1": ::7f00:1 is 127.0.0.1 to some stacks.
+  ['::', 96],
+  ['::ffff:0:0:0', 96], // IPv4-translated (SIIT)
+  ['100::', 64], // discard-only
+  ['2001::', 32], // Teredo: the IPv4 server and client are inside the address
+  ['2001:db8::', 32], // documentation
   ['fc00::', 7], // unique local
   ['fe80::', 10], // link-local
   ['ff00::', 8], // multicast
   ['64:ff9b::', 96], // NAT64 can reach any IPv4 address, private ones included
+  ['64:ff9b:1::', 48], // local-use NAT64, likewise
   ['2002::', 16], // 6to4, likewise
 ] as const) {
   blocked.addSubnet(net, prefix, 'ipv6');
@@ -41,11 +46,35 @@ export function isPrivateAddress(address: string): boolean {
   const family = isIP(address);
   if (family === 4) return blocked.check(address, 'ipv4');
   if (family === 6) {
-    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-    if (mapped) return blocked.check(mapped[1]!, 'ipv4');
+    const words = ipv6Words(address);
+    if (!words) return true;
+    // IPv4-mapped (::ffff:a.b.c.d, in any spelling): the IPv4 address is the one reached.
+    if (words.slice(0, 5).every((w) => w === 0) && words[5] === 0xffff) {
+      const v4 = [words[6]! >> 8, words[6]! & 255, words[7]! >> 8, words[7]! & 255].join('.');
+      return blocked.check(v4, 'ipv4');
+    }
     return blocked.check(address, 'ipv6');
   }
   return true; // not an address at all: refuse
+}
+
+/** The eight 16-bit words of an IPv6 address (with or without a dotted IPv4 tail or a zone). */
+function ipv6Words(address: string): number[] | undefined {
+  let text = address.replace(/%.*$/, '').toLowerCase();
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (dotted) {
+    const [a, b, c, d] = dotted.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head, tail] = text.split('::') as [string, string | undefined];
+  const part = (s: string | undefined) => (s ? s.split(':').map((w) => Number.parseInt(w, 16)) : []);
+  const left = part(head);
+  const right = part(tail);
+  const words =
+    tail === undefined ? left : [...left, ...Array(8 - left.length - right.length).fill(0), ...right];
+  return words.length === 8 && words.every((w) => Number.isInteger(w) && w >= 0 && w <= 0xffff)
+    ? words
+    : undefined;
 }
 
 export const MAX_URL_LENGTH = 2000;

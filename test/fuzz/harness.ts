@@ -6,11 +6,13 @@ import { footprint } from '../helpers/files.js';
 import { eventually } from '../helpers/peers.js';
 import { descriptorsUnder } from '../helpers/raw.js';
 import { call, startTestServer, type TestServer } from '../helpers/server.js';
+import { GUESSEE } from './abuse.js';
 import { FUZZ_USER, type FuzzContext } from './properties.js';
 
 export async function startFuzzTarget(seed: number, numRuns: number): Promise<FuzzContext> {
   const t = await startTestServer({ env: { REMESSA_MAX_FILE_SIZE: '64KiB', REMESSA_LOG_LEVEL: 'warn' } });
   await t.createUser(FUZZ_USER.name, FUZZ_USER.password);
+  await t.createUser(GUESSEE.name, GUESSEE.password);
   const user = await t.server.services.users.find(FUZZ_USER.name);
   const { token } = await t.server.services.auth.issueToken(user!, 'token', null);
   return { t, bearer: token, seed, numRuns };

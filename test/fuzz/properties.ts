@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { httpHead, rawRequest } from '../helpers/raw.js';
 import { basic, ERROR_KEYS, errorKeys, type TestServer } from '../helpers/server.js';
+import { recoveryGuessProperty, reservedNameProperty, webhookUrlProperty } from './abuse.js';
 
 export const FUZZ_USER = { name: 'fuzzer', password: 'fuzzer-password' };
 
@@ -25,6 +26,12 @@ const ROUTES: { path: string; methods: string[] }[] = [
   { path: '/download/list/backup', methods: ['GET'] },
   { path: '/download/pin', methods: ['POST'] },
   { path: '/download/info', methods: ['GET'] },
+  { path: '/webhooks', methods: ['GET', 'POST', 'DELETE'] },
+  { path: '/docs', methods: ['GET', 'POST', 'HEAD'] },
+  { path: '/docs/json', methods: ['GET', 'PUT'] },
+  { path: '/docs/static/index.html', methods: ['GET', 'HEAD', 'DELETE'] },
+  { path: '/docs/static/swagger-ui.css', methods: ['GET', 'HEAD'] },
+  { path: '/openapi.json', methods: ['GET', 'POST'] },
   { path: '/nowhere', methods: ['GET', 'DELETE', 'PUT'] },
 ];
 
@@ -266,6 +273,9 @@ export const PROPERTIES = {
   headers: headersProperty,
   multipart: multipartProperty,
   rawSockets: rawSocketProperty,
+  webhookUrls: webhookUrlProperty,
+  reservedNames: reservedNameProperty,
+  recoveryGuessing: recoveryGuessProperty,
 } as const;
 
 /** Runs one property with the context's seed and count; fast-check shrinks a failure to its smallest case. */
