@@ -27,6 +27,16 @@ export interface Config {
   previousSecret: string | null;
   /** postgres://… for PostgreSQL; null for the embedded SQLite file in the data dir. */
   databaseUrl: string | null;
+  /**
+   * Opening a connection to PostgreSQL or S3 (and waiting for a free pooled PostgreSQL connection)
+   * fails after this many seconds.
+   */
+  connectTimeoutSeconds: number;
+  /**
+   * A PostgreSQL query or S3 request that receives no byte for this long fails and its connection
+   * is closed: a backend that stops answering costs a request this long, not the whole outage.
+   */
+  backendTimeoutSeconds: number;
   tokenSeconds: number;
   lockoutAttempts: number;
   lockoutSeconds: number;
@@ -310,6 +320,8 @@ export function loadConfig(env: Source = process.env): Config {
     secret,
     previousSecret,
     databaseUrl,
+    connectTimeoutSeconds: r.int('REMESSA_CONNECT_TIMEOUT_SECONDS', 5, 1, 3600),
+    backendTimeoutSeconds: r.int('REMESSA_BACKEND_TIMEOUT_SECONDS', 30, 1, 3600),
     tokenSeconds: r.int('REMESSA_TOKEN_SECONDS', 3600, 1),
     lockoutAttempts: r.int('REMESSA_LOCKOUT_ATTEMPTS', 5, 1),
     lockoutSeconds: r.int('REMESSA_LOCKOUT_SECONDS', 900, 1),

@@ -97,8 +97,9 @@ export function isUnavailable(err: unknown): boolean {
     // PostgreSQL: class 08 (connection exception), 57P01–57P03 (shutting down, cannot connect now).
     if (/^08[0-9A-Z]{3}$|^57P0[123]$/.test(e.code)) return true;
   }
-  // S3 answering 503 (SlowDown, ServiceUnavailable) after the SDK's own retries.
-  if (e.$metadata?.httpStatusCode === 503) return true;
+  // S3 answering 503 (SlowDown, ServiceUnavailable) after the SDK's own retries, or not answering
+  // at all: no connection, or no byte, within the bounds of config.ts (the SDK's TimeoutError).
+  if (e.$metadata?.httpStatusCode === 503 || (e as { name?: unknown }).name === 'TimeoutError') return true;
   // node-postgres says these in words only.
   return (
     typeof e.message === 'string' &&

@@ -6,8 +6,9 @@ import { RecoveryService } from './auth/recovery-service.js';
 import { RevokedTokenStore } from './auth/revoked-token-store.js';
 import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
-import { type Db, type OpenDatabase, openDatabase } from './db/database.js';
+import { type Db, type OpenDatabase, openDatabase, postgresAddress } from './db/database.js';
 import type { Dialect } from './db/migrations.js';
+import { AppError, isUnavailable } from './errors.js';
 import { FileService } from './files/file-service.js';
 import { FileStore } from './files/file-store.js';
 import { FileSweeper } from './files/lifecycle.js';
@@ -94,9 +95,7 @@ export async function createServices(
   log: Logger,
   opts: ServiceOptions = {},
 ): Promise<Services> {
-  const database = await openDatabase(config, (err) =>
-    log.warn({ err }, 'PostgreSQL connection lost; reconnecting'),
-  );
+  const database = await openPostgresOrSqlite(config, log);
   try {
     return await assemble(config, log, opts, database);
   } catch (err) {
@@ -104,6 +103,23 @@ export async function createServices(
     // process alive).
     await database.close();
     throw err;
+  }
+}
+
+/** The database, saying which PostgreSQL it waits for and, if it gives up, why (bounded: config.ts). */
+async function openPostgresOrSqlite(config: Config, log: Logger): Promise<OpenDatabase> {
+  const at = config.databaseUrl ? postgresAddress(config.databaseUrl) : null;
+  if (at) log.info({ database: at }, `waiting for PostgreSQL at ${at}`);
+  try {
+    return await openDatabase(config, (err) => log.warn({ err }, 'PostgreSQL connection lost; reconnecting'));
+  } catch (err) {
+    // The first query is the migrations', which report the driver's error as their cause.
+    const why = isUnavailable(err) ? err : (err as Error | null)?.cause;
+    if (!at || !isUnavailable(why)) throw err;
+    throw new AppError(
+      503,
+      `PostgreSQL at ${at} is not reachable (REMESSA_CONNECT_TIMEOUT_SECONDS=${config.connectTimeoutSeconds}, REMESSA_BACKEND_TIMEOUT_SECONDS=${config.backendTimeoutSeconds}): ${(why as Error).message}`,
+    );
   }
 }
 
@@ -140,6 +156,7 @@ async function assemble(
   });
   const rateCounter = new RateCounter(db, clock);
   const blobs = opts.blobStore ?? (await createBlobStore(config));
+  log.info({ storage: blobs.description }, `checking the file store: ${blobs.description}`);
   await blobs.open();
   const storeIdentity = await ensureStoreIdentity(db, blobs);
   const fileStore = new FileStore(db, database.dialect);

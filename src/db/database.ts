@@ -1,6 +1,7 @@
 // Opens the metadata database: embedded SQLite in the data dir by default, PostgreSQL when
 // REMESSA_DATABASE_URL is set. Everything above this file speaks Kysely and is dialect-agnostic.
 import { mkdirSync } from 'node:fs';
+import type { Socket } from 'node:net';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect } from 'kysely';
@@ -30,8 +31,11 @@ export interface OpenDatabase {
   close(): Promise<void>;
 }
 
+/** Bounds on waiting for PostgreSQL (config.ts); absent, the defaults of REMESSA_*_TIMEOUT_SECONDS. */
+type Timeouts = Partial<Pick<Config, 'connectTimeoutSeconds' | 'backendTimeoutSeconds'>>;
+
 export async function openDatabase(
-  config: Pick<Config, 'dataDir' | 'databaseUrl'>,
+  config: Pick<Config, 'dataDir' | 'databaseUrl'> & Timeouts,
   onPoolError?: (err: Error) => void,
 ): Promise<OpenDatabase> {
   let db: Db;
@@ -44,7 +48,17 @@ export async function openDatabase(
     const { default: pg } = await import('pg');
     // int8 (bigint) columns hold millisecond times and byte lengths: all well inside 2^53.
     pg.types.setTypeParser(20, (v) => Number.parseInt(v, 10));
-    const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 10 });
+    const pool = new pg.Pool({
+      connectionString: config.databaseUrl,
+      max: 10,
+      // Opening a connection (TCP and PostgreSQL's handshake) and waiting for a free one are
+      // bounded: a server that accepts and never answers held them for the whole outage.
+      connectionTimeoutMillis: (config.connectTimeoutSeconds ?? 5) * 1000,
+      // The kernel probes idle connections, so one a firewall or a dead host dropped is noticed.
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+    });
+    const silenceMs = (config.backendTimeoutSeconds ?? 30) * 1000;
     // An idle connection dropped by the server (restart, idle timeout) is an 'error' event on the
     // pool; unhandled it would crash the process. The pool discards that client and the next query
     // opens a fresh one.
@@ -52,7 +66,10 @@ export async function openDatabase(
     // A client checked out when the connection drops emits 'error' too, and the pool listens only
     // to idle ones: unhandled, a PostgreSQL restart in the middle of a query killed the process.
     // The query itself fails with the same error, so the request gets its 500.
-    pool.on('connect', (client) => client.on('error', (err) => onPoolError?.(err)));
+    pool.on('connect', (client) => {
+      client.on('error', (err) => onPoolError?.(err));
+      boundSilence(client, silenceMs);
+    });
     poolStats = () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount });
     db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   } else {
@@ -109,6 +126,24 @@ export async function openDatabase(
 }
 
 /**
+ * A query that receives no byte for `ms` fails with ETIMEDOUT (a 503 to its request) and its
+ * connection is closed: the pool opens a fresh one, and nothing else runs on a connection whose
+ * answer is still out (a ROLLBACK queued behind the silent statement would never be sent, and the
+ * next user would inherit the open transaction). The socket's own inactivity timer does the
+ * counting, so a query costs nothing more; an idle connection is silent by right and is left alone.
+ */
+function boundSilence(client: object, ms: number): void {
+  const c = client as { connection: { stream: Socket }; _getActiveQuery?(): unknown };
+  const socket = c.connection.stream;
+  socket.setTimeout(ms);
+  socket.on('timeout', () => {
+    if (c._getActiveQuery && c._getActiveQuery() == null) return;
+    const err = Object.assign(new Error(`PostgreSQL sent nothing for ${ms / 1000} s`), { code: 'ETIMEDOUT' });
+    socket.destroy(err);
+  });
+}
+
+/**
  * Kysely's SQLite driver prepares every query anew, which cost more CPU than running it (a third of
  * a small download's). The same SQL text gets the same prepared statement; the cache is bounded,
  * as `in (…)` lists make texts of every length. (Nothing here streams: a statement in the middle
@@ -126,6 +161,18 @@ function cacheStatements(sqlite: SQLite.Database, max = 500): void {
     }
     return stmt;
   }) as typeof sqlite.prepare;
+}
+
+/** Where a postgres:// URL points, for messages: host:port/database, never the credentials. */
+export function postgresAddress(databaseUrl: string): string {
+  try {
+    const url = new URL(databaseUrl);
+    // `?host=/run/postgresql` names a socket directory instead of a host.
+    const host = url.searchParams.get('host') ?? (url.hostname || 'localhost');
+    return `${host}:${url.port || '5432'}${url.pathname.length > 1 ? url.pathname : ''}`;
+  } catch {
+    return 'REMESSA_DATABASE_URL';
+  }
 }
 
 /** True when a write failed on a unique constraint, in either dialect. */

@@ -398,6 +398,7 @@ export async function migrate(db: AnyDb, dialect: Dialect): Promise<void> {
   if (error || failed) {
     throw new Error(
       `database migration failed${failed ? ` at ${failed.migrationName}` : ''}: ${String(error)}`,
+      { cause: error },
     );
   }
 }

@@ -6,11 +6,16 @@ import type { BlobStore } from './blob-store.js';
 import { LocalBlobStore } from './local-blob-store.js';
 
 export async function createBlobStore(
-  config: Pick<Config, 'storage' | 's3' | 'dataDir' | 'directIo' | 'sendfile'>,
+  config: Pick<Config, 'storage' | 's3' | 'dataDir' | 'directIo' | 'sendfile'> &
+    Partial<Pick<Config, 'connectTimeoutSeconds' | 'backendTimeoutSeconds'>>,
 ): Promise<BlobStore> {
   if (config.storage === 's3' && config.s3) {
     const { S3BlobStore } = await import('./s3-blob-store.js');
-    return new S3BlobStore(config.s3);
+    return new S3BlobStore({
+      ...config.s3,
+      connectTimeoutSeconds: config.connectTimeoutSeconds,
+      backendTimeoutSeconds: config.backendTimeoutSeconds,
+    });
   }
   return new LocalBlobStore(config.dataDir, {
     directIo: config.directIo === 'auto',

@@ -16,7 +16,7 @@ import { finished, type Readable } from 'node:stream';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/database.js';
 import { CommitUnknownError } from '../db/transaction.js';
-import { AppError } from '../errors.js';
+import { AppError, isUnavailable } from '../errors.js';
 import { secureRandom } from '../security/keys.js';
 import type { BlobStore, StoredBlob } from './blob-store.js';
 import type { IntentStore } from './intent-store.js';
@@ -55,6 +55,11 @@ export class BlobWriter {
     if (sizeBound !== undefined && sizeBound <= this.inlineMaxBytes) return collect(key, source, maxBytes);
     await this.intents.add(key, WRITER, this.clock.now());
     this.track(key);
+    // A client that goes away fails the write with a network error too; that one is not the store's.
+    let sourceFailed = false;
+    source.once('error', () => {
+      sourceFailed = true;
+    });
     try {
       if (this.store.putHashed) return { key, ...(await this.store.putHashed(key, source, maxBytes)) };
       const meter = new MeteredHash(maxBytes);
@@ -63,7 +68,13 @@ export class BlobWriter {
       return { key, length: meter.bytes, sha256: meter.digest(), fingerprint };
     } catch (err) {
       source.unpipe();
-      await this.discard([key]).catch(() => {});
+      if (isUnavailable(err) && !sourceFailed) {
+        // The store out of reach (or silent): a delete now would wait out the same bounds again
+        // before the client hears its 503. The next reconcile pass removes it, as after a failed
+        // discard.
+        this.untrack(key);
+        this.undiscarded.add(key);
+      } else await this.discard([key]).catch(() => {});
       throw err;
     }
   }

@@ -34,6 +34,7 @@ import {
   type PartialWrite,
   type SmallBlob,
 } from './blob-store.js';
+import { BoundedHttpAgent, BoundedHttpsAgent } from './s3-agents.js';
 import { uploadObject } from './s3-part-upload.js';
 
 const MiB = 1024 * 1024;
@@ -43,6 +44,9 @@ export interface S3Settings extends S3Config {
   /** Multipart part size and parts in flight (memory per upload ≈ partSize × (queueSize + 1)). */
   partSize?: number;
   queueSize?: number;
+  /** Bounds on a silent store (REMESSA_CONNECT_TIMEOUT_SECONDS, REMESSA_BACKEND_TIMEOUT_SECONDS). */
+  connectTimeoutSeconds?: number;
+  backendTimeoutSeconds?: number;
 }
 
 function isNotFound(err: unknown): boolean {
@@ -57,6 +61,8 @@ export class S3BlobStore implements BlobStore {
   private readonly prefix: string;
   private readonly partSize: number;
   private readonly queueSize: number;
+  /** How long each start-up probe (open()) may take in all, retries included. */
+  private readonly probeMs: number;
 
   constructor(s: S3Settings) {
     // The SDK warns on stderr that releases after January 2027 need Node 22; the pinned release
@@ -66,14 +72,23 @@ export class S3BlobStore implements BlobStore {
     this.prefix = s.prefix;
     this.partSize = s.partSize ?? 8 * MiB;
     this.queueSize = s.queueSize ?? 4;
+    const timeouts = {
+      connectMs: (s.connectTimeoutSeconds ?? 5) * 1000,
+      idleMs: (s.backendTimeoutSeconds ?? 30) * 1000,
+      // Uploads and downloads run side by side; the SDK's default of 50 sockets queued them.
+      maxSockets: 256,
+    };
+    this.probeMs = timeouts.connectMs + timeouts.idleMs;
     this.description = `s3 bucket=${s.bucket} endpoint=${s.endpoint ?? 'aws'}${s.prefix ? ` prefix=${s.prefix}` : ''}`;
     const cfg: S3ClientConfig = {
       region: s.region,
       forcePathStyle: s.forcePathStyle,
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
-      // Uploads and downloads run side by side; the default of 50 sockets queues them.
-      requestHandler: { httpAgent: { maxSockets: 256 }, httpsAgent: { maxSockets: 256 } },
+      requestHandler: {
+        httpAgent: new BoundedHttpAgent(timeouts),
+        httpsAgent: new BoundedHttpsAgent(timeouts),
+      },
     };
     if (s.endpoint) cfg.endpoint = s.endpoint;
     if (s.accessKeyId && s.secretAccessKey)
@@ -104,19 +119,31 @@ export class S3BlobStore implements BlobStore {
   /** Reachable and writable: the bucket answers, and a probe object can be written and removed (503 otherwise). */
   async open(): Promise<void> {
     const where = `S3 bucket "${this.bucket}" (${this.description})`;
+    // Each probe is one attempt, bounded as a whole: the SDK's retries would triple the wait for a
+    // store that does not answer, and start-up says what it waits for, then gives up.
+    const once = { abortSignal: AbortSignal.timeout(this.probeMs) };
     try {
-      await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }));
+      await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }), once);
     } catch (err) {
-      throw new AppError(503, `${where} is not reachable: ${describe(err)}`);
+      throw new AppError(503, `${where} is not reachable: ${this.describeProbe(err)}`);
     }
     // The probe's name has a dot, which no blob key has, so list() never sees it.
     const probe = `${this.prefix}.remessa-probe-${randomBytes(8).toString('hex')}`;
     try {
-      await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: probe, Body: 'probe' }));
-      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: probe }));
+      const write = { abortSignal: AbortSignal.timeout(this.probeMs) };
+      await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: probe, Body: 'probe' }), write);
+      const remove = { abortSignal: AbortSignal.timeout(this.probeMs) };
+      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: probe }), remove);
     } catch (err) {
-      throw new AppError(503, `${where} is not writable: ${describe(err)}`);
+      throw new AppError(503, `${where} is not writable: ${this.describeProbe(err)}`);
     }
+  }
+
+  private describeProbe(err: unknown): string {
+    const e = err as { name?: string };
+    return e.name === 'AbortError' || e.name === 'TimeoutError'
+      ? `no answer within ${this.probeMs / 1000} s (${describe(err)})`
+      : describe(err);
   }
 
   async put(key: string, source: Readable): Promise<{ fingerprint: string }> {

@@ -11,6 +11,7 @@ import {
   DeleteBucketCommand,
   DeleteObjectCommand,
   ListObjectsV2Command,
+  PutObjectCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
 import type { S3Config } from '../../src/config.js';
@@ -53,7 +54,15 @@ export const S3_REQUIRED = process.env['REMESSA_TEST_REQUIRE_S3'] === '1';
 export const S3_SKIP =
   'no S3-compatible store (S3_ENDPOINT, S3_ACCESS_KEY, S3_SECRET_KEY or ceph-s3/start): S3 tests skipped';
 
-/** Whether the gateway answers; with REMESSA_TEST_REQUIRE_S3=1 its absence throws. */
+/** How long the write probe of s3Available() may take in all. */
+const PROBE_MS = 20_000;
+
+/**
+ * Whether the gateway answers; with REMESSA_TEST_REQUIRE_S3=1 its absence throws. One that answers
+ * but does not complete a write (a full Ceph cluster answers reads and never acknowledges writes)
+ * throws too, within PROBE_MS: every S3 test file then fails at once, naming the store, instead of
+ * each waiting out the runner's limit.
+ */
 export async function s3Available(): Promise<boolean> {
   const env = s3Env();
   let ok = false;
@@ -63,7 +72,41 @@ export async function s3Available(): Promise<boolean> {
       () => false,
     );
   if (!ok && S3_REQUIRED) throw new Error(`REMESSA_TEST_REQUIRE_S3=1 but ${S3_SKIP}`);
+  if (ok && env) await probeWrite(env);
   return ok;
+}
+
+async function probeWrite(e: S3Env): Promise<void> {
+  const client = clientFor(e);
+  const Bucket = `remessa-probe-${randomBytes(5).toString('hex')}`;
+  const once = { abortSignal: AbortSignal.timeout(PROBE_MS) };
+  try {
+    await client.send(new CreateBucketCommand({ Bucket }), once);
+    await client.send(new PutObjectCommand({ Bucket, Key: 'probe', Body: 'probe' }), once);
+    await client.send(new DeleteObjectCommand({ Bucket, Key: 'probe' }), once);
+    await client.send(new DeleteBucketCommand({ Bucket }), once);
+  } catch (err) {
+    const e2 = err as Error;
+    throw new Error(
+      `the S3 store at ${e.endpoint} answers but did not complete a test write within ${PROBE_MS / 1000} s ` +
+        `(${e2.name}: ${e2.message}); S3 tests cannot run until it is healthy (a full Ceph cluster does this)`,
+    );
+  } finally {
+    client.destroy();
+  }
+}
+
+/** The tests' own client, bounded like the server's: a store that stops answering fails a test. */
+function clientFor(e: S3Env): S3Client {
+  return new S3Client({
+    endpoint: e.endpoint,
+    region: e.region,
+    forcePathStyle: true,
+    credentials: { accessKeyId: e.accessKey, secretAccessKey: e.secretKey },
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+    requestHandler: { connectionTimeout: 5000, socketTimeout: 30_000 },
+  });
 }
 
 export interface TestBucket {
@@ -81,14 +124,7 @@ export async function createTestBucket(prefix = ''): Promise<TestBucket> {
   const e = s3Env();
   if (!e) throw new Error(S3_SKIP);
   const bucket = `remessa-test-${randomBytes(5).toString('hex')}`;
-  const client = new S3Client({
-    endpoint: e.endpoint,
-    region: e.region,
-    forcePathStyle: true,
-    credentials: { accessKeyId: e.accessKey, secretAccessKey: e.secretKey },
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
-  });
+  const client = clientFor(e);
   await client.send(new CreateBucketCommand({ Bucket: bucket }));
   const config: S3Config = {
     bucket,
