@@ -152,7 +152,8 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: tusDoc(
         'tus: what this server supports',
-        { 204: noBody('Tus-Version, Tus-Extension, Tus-Max-Size.') },
+        // A malformed request (a transfer coding other than chunked) is still an envelope.
+        { 204: noBody('Tus-Version, Tus-Extension, Tus-Max-Size.'), ...errors({}) },
         false,
       ),
     },
@@ -168,7 +169,11 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.options(
     '/uploads/:id',
     {
-      schema: tusDoc('tus: what this server supports', { 204: noBody('Tus-Version, Tus-Extension.') }, false),
+      schema: tusDoc(
+        'tus: what this server supports',
+        { 204: noBody('Tus-Version, Tus-Extension.'), ...errors({}) },
+        false,
+      ),
     },
     async (_request, reply) => {
       reply.code(204).header('Tus-Version', TUS_VERSION).header('Tus-Extension', EXTENSIONS);
