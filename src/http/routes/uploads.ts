@@ -124,6 +124,7 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
     }
   }
   const guards = [checkVersion, requireUser];
+  const uploading = [...guards, app.uploadSlot];
 
   function expires(reply: FastifyReply, row: UploadRow) {
     if (row.file_id === null) reply.header('Upload-Expires', new Date(row.expires_at).toUTCString());
@@ -187,7 +188,7 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
         201: noBody('Created: Location names the upload; Upload-Offset when a body came with it.'),
         ...tusErrors,
       }),
-      preHandler: guards,
+      preHandler: uploading,
       bodyLimit: config.maxFileSize,
       config: { streamingBody: tusBody },
     },
@@ -255,7 +256,7 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
         }),
         params: IdParams,
       },
-      preHandler: guards,
+      preHandler: uploading,
       bodyLimit: config.maxFileSize,
       config: { streamingBody: tusBody },
     },
