@@ -146,7 +146,9 @@ napi_value hash_writer(napi_env env, napi_callback_info info) {
   if (w->fd < 0) {
     EVP_MD_CTX_free(w->md);
     free(w);
-    napi_throw_error(env, NULL, "hashWriter: bad descriptor");
+    /* The code tells the HTTP layer a lack of descriptors (503) from a bug. */
+    napi_throw_error(env, errno == EMFILE ? "EMFILE" : errno == ENFILE ? "ENFILE" : "EBADF",
+                     "hashWriter: cannot duplicate the file's descriptor");
     return NULL;
   }
   if (direct) try_direct(w);

@@ -12,6 +12,7 @@ napi_value digest_hashed(napi_env env, napi_callback_info info);
 napi_value direct_hashed(napi_env env, napi_callback_info info);
 napi_value close_hashed(napi_env env, napi_callback_info info);
 napi_value accept_pending(napi_env env, napi_callback_info info);
+napi_value raise_file_limit(napi_env env, napi_callback_info info);
 
 NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   napi_property_descriptor props[] = {
@@ -26,6 +27,7 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
       {"directHashed", NULL, direct_hashed, NULL, NULL, NULL, napi_enumerable, NULL},
       {"closeHashed", NULL, close_hashed, NULL, NULL, NULL, napi_enumerable, NULL},
       {"acceptPending", NULL, accept_pending, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"raiseFileLimit", NULL, raise_file_limit, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;

@@ -73,6 +73,18 @@ export function isOutOfSpace(err: unknown): boolean {
   );
 }
 
+/** The process (EMFILE) or the system (ENFILE) has no descriptor left to open a file or socket. */
+export function isOutOfDescriptors(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 'EMFILE' || code === 'ENFILE';
+}
+
+/** What a request that could not open a file or connection answers: nothing changed, retry soon. */
+export const outOfDescriptors = () =>
+  new AppError(503, 'the server has too many open files; the request changed nothing, retry shortly', {
+    'Retry-After': '5',
+  });
+
 /** Network errors reaching a service a request needs (the database, S3). */
 const UNREACHABLE = new Set([
   'ECONNREFUSED',

@@ -2,6 +2,7 @@
 // sendfile(2) downloads, upload hashing and writing off the JS thread, and malloc tuning. Where it
 // was not built (no C compiler, not Linux), everything works without it, only slower and with more
 // memory.
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { getSystemErrorName } from 'node:util';
 
@@ -39,6 +40,8 @@ export interface NativeModule {
   closeHashed(writer: object): void;
   /** Descriptors of up to `max` connections waiting on the listening socket `listenFd` (accept4). */
   acceptPending(listenFd: number, max: number): number[];
+  /** Raises the soft RLIMIT_NOFILE to the hard limit; answers the soft limit in force (-1: unknown). */
+  raiseFileLimit(): number;
 }
 
 let loaded: NativeModule | null | undefined;
@@ -76,4 +79,26 @@ export function uploadPath(directIo: 'auto' | 'off'): string {
 export function nativeError(errno: number, syscall: string): NodeJS.ErrnoException {
   const code = getSystemErrorName(-errno);
   return Object.assign(new Error(`${code}: ${syscall} failed`), { errno: -errno, code, syscall });
+}
+
+let fileLimit: number | null | undefined;
+
+/**
+ * The most descriptors this process may open, the soft limit raised first to the hard one (with
+ * the native module; without it, the limit as it was set). Read once; null where it cannot be read.
+ */
+export function openFileLimit(): number | null {
+  if (fileLimit !== undefined) return fileLimit;
+  const raised = nativeModule()?.raiseFileLimit?.() ?? -1;
+  fileLimit = raised > 0 ? raised : softLimitFromProc();
+  return fileLimit;
+}
+
+function softLimitFromProc(): number | null {
+  try {
+    const m = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+    return m && m[1] !== 'unlimited' ? Number(m[1]) : null;
+  } catch {
+    return null; // not Linux
+  }
 }

@@ -311,6 +311,37 @@ describe('framing and codings an upload cannot be stored from (found by a probe)
     assert.equal((await upload(['Content-Length: 0'])).status, 200);
   });
 
+  test('a transfer coding Node cannot frame, on every tus method: a 400 envelope, not a closed connection', async () => {
+    const tusHead = (method: string, target: string, coding: string) =>
+      httpHead(method, `${apiPath(t)}${target}`, hostOf(t), [
+        `Authorization: ${auth}`,
+        'Tus-Resumable: 1.0.0',
+        'Content-Type: application/offset+octet-stream',
+        'Upload-Length: 5',
+        'Upload-Offset: 0',
+        `Transfer-Encoding: ${coding}`,
+      ]);
+    const before = await footprint(t);
+    for (const coding of ['gzip', 'identity', 'gzip, chunked'])
+      for (const [method, target] of [
+        ['POST', '/uploads'],
+        ['PATCH', '/uploads/AAAAAAAAAAAAAAAAAAAAAAAA'],
+        ['HEAD', '/uploads/AAAAAAAAAAAAAAAAAAAAAAAA'],
+        ['OPTIONS', '/uploads'],
+        ['DELETE', '/uploads/AAAAAAAAAAAAAAAAAAAAAAAA'],
+        ['GET', '/uploads/AAAAAAAAAAAAAAAAAAAAAAAA'],
+      ] as const) {
+        const a = await rawRequest(t.origin, tusHead(method, target, coding), '5\r\nhello\r\n0\r\n\r\n');
+        assert.equal(a.status, 400, `${coding} ${method}: ${a.head}`);
+        assert.match(a.head, /^connection: close$/im);
+        if (method !== 'HEAD') {
+          assertEnvelope(a.json, 400);
+          assert.match(String(a.json['detail']), /transfer coding/);
+        }
+      }
+    assert.deepEqual(await footprint(t), before);
+  });
+
   test('a raw upload declaring more than the size limit: 413 before a byte is read, audited', async () => {
     const socket = await rawConnect(t.origin);
     const answer = readAnswer(socket, 10_000);

@@ -11,17 +11,21 @@ import Fastify, {
   type FastifyReply,
   type FastifyRequest,
   LogController,
+  type preHandlerHookHandler,
 } from 'fastify';
 import {
   AppError,
   type ErrorStatus,
+  isOutOfDescriptors,
   isOutOfSpace,
   isUnavailable,
+  outOfDescriptors,
   outOfSpace,
   STATUS_TEXT,
   unavailable,
 } from '../errors.js';
 import { redactUrl } from '../logger.js';
+import { openFileLimit } from '../native.js';
 import type { Services } from '../services.js';
 import { acceptWaitingConnections } from './accept-backlog.js';
 import {
@@ -47,10 +51,13 @@ import { uploadRoutes } from './routes/uploads.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { COMPONENTS } from './schemas.js';
 import { DEFAULT_CSP, HSTS, SECURITY_HEADERS } from './security-headers.js';
+import { RESERVE, uploadSlots } from './upload-slots.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
     services: Services;
+    /** preHandler of the upload routes, after authentication: admits the upload or refuses it. */
+    uploadSlot: preHandlerHookHandler;
   }
   interface FastifyContextConfig {
     /** Errors on this route are OAuth error objects instead of envelopes (token endpoint). */
@@ -192,7 +199,13 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
   });
 
   acceptWaitingConnections(app.server);
-  limitConnectionsPerAddress(app.server, config.maxConnectionsPerAddress);
+  const fileLimit = openFileLimit();
+  // However many are allowed, one address holds at most half of the descriptors with connections.
+  const halfOfFiles = fileLimit === null ? Number.POSITIVE_INFINITY : Math.floor((fileLimit - RESERVE) / 2);
+  limitConnectionsPerAddress(
+    app.server,
+    config.maxConnectionsPerAddress > 0 ? Math.min(config.maxConnectionsPerAddress, halfOfFiles) : 0,
+  );
   checkRequestHead(app, seenRaw);
   guardBodies(app);
   serializePipelining(app);
@@ -202,6 +215,14 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
   });
 
   app.decorate('services', services);
+  app.decorate(
+    'uploadSlot',
+    uploadSlots(app.server, {
+      perUser: config.maxUploadsPerUser,
+      perAddress: config.maxUploadsPerAddress,
+      fileLimit,
+    }),
+  );
   app.decorateRequest('user', null);
   app.decorateRequest('session', null);
 
@@ -360,11 +381,13 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
     // A full disk and a service out of reach are the 5xx a client can act on: retry later.
     const err = isOutOfSpace(raw)
       ? outOfSpace()
-      : isUnavailable(raw)
-        ? unavailable()
-        : streaming && (raw as FastifyError).code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
-          ? streaming.refuse()
-          : raw;
+      : isOutOfDescriptors(raw)
+        ? outOfDescriptors()
+        : isUnavailable(raw)
+          ? unavailable()
+          : streaming && (raw as FastifyError).code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
+            ? streaming.refuse()
+            : raw;
     const status = statusOf(err);
     if (status >= 500 && err === raw)
       request.log.error({ err, url: redactUrl(request.url) }, 'request failed');

@@ -256,11 +256,10 @@ export function clientErrorAnswerer(seen: RawAnswerSeen): (err: Error, socket: S
     failing.add(socket);
     if (!socket.writable) return;
     // This request was answered already, before its body was read: a second answer would be taken
-    // by the client as that of its next request.
-    if (early.has(socket)) {
-      socket.destroy();
-      return;
-    }
+    // by the client as that of its next request. That answer closes the connection once it is out
+    // (guardBodies); destroyed now, it was lost (a coding Node refuses, `Transfer-Encoding: gzip`,
+    // fails the parse right after the request was answered).
+    if (early.has(socket)) return;
     const code = (err as NodeJS.ErrnoException).code;
     // Node's own time limits on a request's headers and whole request (docs/security.md).
     const timedOut = code === 'ERR_HTTP_REQUEST_TIMEOUT' || code === 'ERR_HTTP_HEADERS_TIMEOUT';

@@ -311,6 +311,8 @@ export interface ChildServer {
 
 export async function startChildServer(opts: {
   user: { name: string; password: string };
+  /** Other accounts to create before it starts. */
+  moreUsers?: { name: string; password: string }[];
   /** The soft limit on open descriptors of the server process (e.g. 1024, the usual default). */
   maxFiles?: number;
   /** More settings (REMESSA_DATABASE_URL, say). */
@@ -330,10 +332,11 @@ export async function startChildServer(opts: {
   };
   const bin = path.resolve('bin/remessa.js');
   const childEnv = { ...process.env, ...env };
-  execFileSync(process.execPath, [bin, 'user', 'add', opts.user.name, '--password-stdin'], {
-    env: childEnv,
-    input: `${opts.user.password}\n`,
-  });
+  for (const user of [opts.user, ...(opts.moreUsers ?? [])])
+    execFileSync(process.execPath, [bin, 'user', 'add', user.name, '--password-stdin'], {
+      env: childEnv,
+      input: `${user.password}\n`,
+    });
   let child: ChildProcess | null = null;
   const kill = async () => {
     const running = child;

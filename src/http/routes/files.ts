@@ -228,7 +228,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
           }),
         },
       },
-      preHandler: requireUser,
+      preHandler: [requireUser, app.uploadSlot],
       bodyLimit: config.maxFileSize,
       config: {
         streamingBody: {

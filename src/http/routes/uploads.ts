@@ -124,6 +124,7 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
     }
   }
   const guards = [checkVersion, requireUser];
+  const uploading = [...guards, app.uploadSlot];
 
   function expires(reply: FastifyReply, row: UploadRow) {
     if (row.file_id === null) reply.header('Upload-Expires', new Date(row.expires_at).toUTCString());
@@ -152,7 +153,8 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: tusDoc(
         'tus: what this server supports',
-        { 204: noBody('Tus-Version, Tus-Extension, Tus-Max-Size.') },
+        // A malformed request (a transfer coding other than chunked) is still an envelope.
+        { 204: noBody('Tus-Version, Tus-Extension, Tus-Max-Size.'), ...errors({}) },
         false,
       ),
     },
@@ -168,7 +170,11 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.options(
     '/uploads/:id',
     {
-      schema: tusDoc('tus: what this server supports', { 204: noBody('Tus-Version, Tus-Extension.') }, false),
+      schema: tusDoc(
+        'tus: what this server supports',
+        { 204: noBody('Tus-Version, Tus-Extension.'), ...errors({}) },
+        false,
+      ),
     },
     async (_request, reply) => {
       reply.code(204).header('Tus-Version', TUS_VERSION).header('Tus-Extension', EXTENSIONS);
@@ -182,7 +188,7 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
         201: noBody('Created: Location names the upload; Upload-Offset when a body came with it.'),
         ...tusErrors,
       }),
-      preHandler: guards,
+      preHandler: uploading,
       bodyLimit: config.maxFileSize,
       config: { streamingBody: tusBody },
     },
@@ -250,7 +256,7 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
         }),
         params: IdParams,
       },
-      preHandler: guards,
+      preHandler: uploading,
       bodyLimit: config.maxFileSize,
       config: { streamingBody: tusBody },
     },
