@@ -1,11 +1,13 @@
 // Every shell example of the README runs, in order, as one bash script against a real
 // `remessa serve` on a fresh data directory (issue 15): the README was followed literally by a new
 // user and some commands failed. Only the addresses change (free ports instead of 8080/8090);
-// `npx remessa` runs this checkout's bin, and curl fails on an HTTP error, so an example that
+// `remessa` runs this checkout's bin (as `npm link` installs it), the scratch directory is a
+// temporary one, and curl fails on an HTTP error, so an example that
 // answers 4xx/5xx fails the test. A block can opt out only with a visible
 // `<!-- readme-test: skip (reason) -->` line above it.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -13,6 +15,18 @@ import { after, before, describe, test } from 'node:test';
 import { cleanEnv, ROOT, type Run } from './helpers/cli.js';
 import { eventually } from './helpers/peers.js';
 import { freePort } from './helpers/server.js';
+
+/** What the examples write, none of which may land in the checkout. */
+const EXAMPLE_OUTPUTS = [
+  'report.pdf',
+  'received',
+  'ana.pdf',
+  'part.pdf',
+  'from-backup.pdf',
+  'mailbox',
+  'mailbox.log',
+];
+const inCheckout = () => EXAMPLE_OUTPUTS.filter((name) => existsSync(path.join(ROOT, name)));
 
 interface Block {
   line: number;
@@ -82,14 +96,15 @@ describe('README shell examples', () => {
     port = await freePort();
     mailboxPort = await freePort();
     blocks = shellBlocks(await readFile(path.join(ROOT, 'README.md'), 'utf8'));
-    // `npx remessa …` as in a checkout, without npm's start-up time.
+    // `remessa …` as `npm link` installs it: the checkout's bin, run by node itself (so $! is the
+    // server's pid and the mailbox example's kill stops it).
     const bin = path.join(dir, 'bin');
     await mkdir(bin);
     await writeFile(
-      path.join(bin, 'npx'),
-      `#!/bin/sh\nif [ "$1" = remessa ]; then shift; exec "${process.execPath}" "${ROOT}/bin/remessa.js" "$@"; fi\nexec npx "$@"\n`,
+      path.join(bin, 'remessa'),
+      `#!/bin/sh\nexec "${process.execPath}" "${ROOT}/bin/remessa.js" "$@"\n`,
     );
-    await chmod(path.join(bin, 'npx'), 0o755);
+    await chmod(path.join(bin, 'remessa'), 0o755);
     env = {
       PATH: `${bin}:${path.dirname(process.execPath)}:${process.env['PATH'] ?? ''}`,
       HOME: dir,
@@ -99,7 +114,6 @@ describe('README shell examples', () => {
       REMESSA_BASE_URL: `http://localhost:${port}/v1`,
       REMESSA_LOG_LEVEL: 'warn',
     };
-    await mkdir(path.join(dir, 'work'));
     server = spawn(process.execPath, [path.join(ROOT, 'bin/remessa.js'), 'serve'], {
       env: { ...process.env, ...env },
       stdio: 'ignore',
@@ -119,10 +133,13 @@ describe('README shell examples', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  test('only the install-and-test block is left out, and it says why', () => {
+  test('only the install and the serve blocks are left out, and they say why', () => {
     assert.deepEqual(
       blocks.filter((b) => b.skip !== null).map((b) => b.skip),
-      ['installs, and would run the test suite inside itself'],
+      [
+        'installs, and would run the test suite inside itself',
+        'serves until stopped; the test starts its own server',
+      ],
     );
     assert.ok(blocks.length >= 20, `${blocks.length} blocks`);
   });
@@ -140,10 +157,16 @@ describe('README shell examples', () => {
       .replaceAll('localhost:8080', `localhost:${port}`)
       .replaceAll('localhost:8090', `localhost:${mailboxPort}`)
       .replaceAll('REMESSA_PORT=8090', `REMESSA_PORT=${mailboxPort}`);
-    const work = path.join(dir, 'work');
-    const r = await runScript(script, work, { ...(cleanEnv() as Record<string, string>), ...env });
+    // Started in the checkout, as a reader might: the examples' own `cd` takes them elsewhere.
+    const checkoutBefore = inCheckout();
+    const r = await runScript(script, ROOT, { ...(cleanEnv() as Record<string, string>), ...env });
     const at = r.stderr.lastIndexOf('### README.md');
     assert.equal(r.code, 0, `failed at ${r.stderr.slice(at, at + 3000)}\nstdout: ${r.stdout.slice(-1500)}`);
+    assert.deepEqual(inCheckout(), checkoutBefore, 'the examples leave nothing in the checkout');
+    // The mailbox server was stopped by its own example.
+    const mailbox = await fetch(`http://127.0.0.1:${mailboxPort}/v1/healthz`).catch(() => null);
+    assert.equal(mailbox, null, 'the mailbox example stops the server it started');
+    const work = path.join(dir, 'remessa-try');
 
     // What the examples say they do, they did.
     const sent = await readFile(path.join(work, 'report.pdf'));

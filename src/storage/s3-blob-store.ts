@@ -93,6 +93,10 @@ export class S3BlobStore implements BlobStore {
     if (s.endpoint) cfg.endpoint = s.endpoint;
     if (s.accessKeyId && s.secretAccessKey)
       cfg.credentials = { accessKeyId: s.accessKeyId, secretAccessKey: s.secretAccessKey };
+    // The SDK locked in package.json runs on Node 20; its releases from January 2027 will need Node
+    // 22, which it says on every start in a warning the operator can do nothing about (the README
+    // says it once). Setting the variable yourself keeps whatever you chose.
+    process.env['AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED'] ??= 'true';
     this.client = new S3Client(cfg);
     // Uploads are signed without their payload's SHA-256 (`UNSIGNED-PAYLOAD`, as the SDK itself does
     // for streamed bodies): the SDK would otherwise hash every part once more, on top of the SHA-256
@@ -125,6 +129,9 @@ export class S3BlobStore implements BlobStore {
     try {
       await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }), once);
     } catch (err) {
+      // HEAD answers a missing bucket with a bare 404, which the SDK names NotFound or UnknownError.
+      if ((err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404)
+        throw new AppError(503, `${where} does not exist: create it first (docs/deploy.md, "Database and bucket")`);
       throw new AppError(503, `${where} is not reachable: ${this.describeProbe(err)}`);
     }
     // The probe's name has a dot, which no blob key has, so list() never sees it.

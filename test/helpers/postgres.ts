@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 
-const ADMIN_URL = process.env['REMESSA_TEST_PG_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+export const ADMIN_URL = process.env['REMESSA_TEST_PG_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 export async function postgresAvailable(): Promise<boolean> {
   const client = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 2000 });

@@ -17,7 +17,7 @@ import {
 import type { S3Config } from '../../src/config.js';
 import { S3BlobStore } from '../../src/storage/s3-blob-store.js';
 
-interface S3Env {
+export interface S3Env {
   endpoint: string;
   accessKey: string;
   secretKey: string;
@@ -40,7 +40,7 @@ function fromEnvFile(): Record<string, string> {
   }
 }
 
-function s3Env(): S3Env | null {
+export function s3Env(): S3Env | null {
   const file = process.env['S3_ENDPOINT'] ? {} : fromEnvFile();
   const get = (k: string) => process.env[k] ?? file[k];
   const endpoint = get('S3_ENDPOINT');
@@ -97,7 +97,9 @@ async function probeWrite(e: S3Env): Promise<void> {
 }
 
 /** The tests' own client, bounded like the server's: a store that stops answering fails a test. */
-function clientFor(e: S3Env): S3Client {
+export function clientFor(e: S3Env): S3Client {
+  // As the server does (src/storage/s3-blob-store.ts): the SDK's Node 22 notice is in the README.
+  process.env['AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED'] ??= 'true';
   return new S3Client({
     endpoint: e.endpoint,
     region: e.region,
