@@ -13,7 +13,7 @@ import { formatDuration } from '../notify/templates.js';
 import { type Keys, randomToken, sha256 } from '../security/keys.js';
 import { PinLifecycle, PinPolicy } from '../security/pins.js';
 import type { UserService } from '../users/user-service.js';
-import { isLang } from '../validation.js';
+import { isEmail, isLang } from '../validation.js';
 import type { ChangeTokenStore } from './change-token-store.js';
 
 export type ChangePurpose = 'forget' | 'firstaccess';
@@ -105,11 +105,15 @@ export class RecoveryService {
    * forgetParameters / firstaccess: issues a change link and e-mails its PIN.
    * Unknown user → 401; disabled, no e-mail, or (first access) not in first-access state → 403;
    * a second link for the same user within a minute → 429.
+   * forgetParameters also takes an account's e-mail address (when no user has it as a name): the
+   * link goes to that mailbox only and the answer is the unknown user's 401 in every case, so an
+   * address tells nobody whether it has an account.
    */
   async issueLink(name: string, purpose: ChangePurpose, remote: string | null): Promise<LinkResult> {
     const user = await this.users.find(name);
     if (!user) {
-      await this.failed(name.slice(0, 64), remote, `${purpose}: unknown user`);
+      if (purpose === 'forget' && isEmail(name)) await this.mailLinksTo(name, remote);
+      else await this.failed(name.slice(0, 64), remote, `${purpose}: unknown user`);
       throw unauthorized();
     }
     const refuse = !user.enabled
@@ -127,7 +131,29 @@ export class RecoveryService {
     // One link per user per resend period: a new link is also a PIN sent.
     const recent = await this.tokens.newestSince(user.id, now - this.resendMs);
     if (recent !== undefined) throw this.pins.policy.tooSoon(this.pins.policy.resendWait(recent, now));
+    const linkURL = await this.createLink(user, purpose, remote, now);
+    return { user, linkURL };
+  }
 
+  /** Forgot password by e-mail address: a link to every enabled account with it, none too soon. */
+  private async mailLinksTo(email: string, remote: string | null): Promise<void> {
+    const now = this.clock.now();
+    const accounts = (await this.users.byEmail(email)).filter((u) => u.enabled);
+    if (accounts.length === 0) await this.failed(null, remote, 'forget: no account with this e-mail address');
+    for (const user of accounts) {
+      if ((await this.tokens.newestSince(user.id, now - this.resendMs)) !== undefined) continue;
+      await this.createLink(user, 'forget', remote, now, 'email');
+    }
+  }
+
+  /** Stores a change token, queues its PIN e-mail and audits both; returns the link. */
+  private async createLink(
+    user: UserRow,
+    purpose: ChangePurpose,
+    remote: string | null,
+    now: number,
+    by?: 'email',
+  ): Promise<string> {
     const token = randomToken();
     const linkURL = this.linkFor(user, token);
     const { pin, columns } = this.pins.policy.issue(now);
@@ -142,7 +168,12 @@ export class RecoveryService {
       });
       await this.enqueuePin(trx, user, purpose, pin, linkURL);
       await this.audit.record(
-        { event: 'password.link_issued', user: user.name, remote, detail: { purpose, link: id } },
+        {
+          event: 'password.link_issued',
+          user: user.name,
+          remote,
+          detail: by ? { purpose, link: id, by } : { purpose, link: id },
+        },
         trx,
       );
       await this.audit.record(
@@ -151,7 +182,7 @@ export class RecoveryService {
       );
     });
     this.notify.kick();
-    return { user, linkURL };
+    return linkURL;
   }
 
   /**

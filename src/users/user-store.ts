@@ -1,4 +1,5 @@
 // Persistence of user accounts.
+import { sql } from 'kysely';
 import { prepare } from '../db/compiled.js';
 import type { Db } from '../db/database.js';
 import type { NewUser, UserRow, UserUpdate } from '../db/schema.js';
@@ -23,6 +24,16 @@ export class UserStore {
 
   byId(id: number, db: Db = this.db): Promise<UserRow | undefined> {
     return this.byIdQuery.first([id], db);
+  }
+
+  /** Accounts with this e-mail address (any case); rare and rate-limited, so not compiled. */
+  byEmail(email: string): Promise<UserRow[]> {
+    return this.db
+      .selectFrom('users')
+      .selectAll()
+      .where(sql<string>`lower(email)`, '=', email.toLowerCase())
+      .orderBy('id')
+      .execute();
   }
 
   async insert(user: NewUser): Promise<UserRow> {
