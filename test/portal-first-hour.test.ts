@@ -73,7 +73,11 @@ describe('portal: first-hour fixes', { skip: browserSkip() }, () => {
   test('phone 390×844: the Download button keeps its word whole', async () => {
     const link = await recipientLink();
     for (const lang of ['en', 'pt', 'es']) {
-      const { page } = await open(`${link.replace(/lang=\w+/, `lang=${lang}`)}`, { viewport: PHONE_390 });
+      // The landing page speaks the browser's language.
+      const { page } = await open(`${link.replace(/lang=\w+/, `lang=${lang}`)}`, {
+        viewport: PHONE_390,
+        locale: lang,
+      });
       const button = page.locator('form button[type=submit]');
       await button.waitFor();
       // One line box for the label: a word broken in two would give two.

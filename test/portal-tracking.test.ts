@@ -86,7 +86,9 @@ describe('portal: delivery tracking on the sender’s list', { skip: browserSkip
     )![1]!;
     await page.reload();
     await bob.getByText('Sent', { exact: true }).waitFor();
-    await phone.getByText('Not sent: SMS webhook answered HTTP 500').waitFor();
+    // In the page's words; the transport's own answer only as a tooltip.
+    await phone.getByText('Not sent: the SMS service did not accept the message').waitFor();
+    assert.equal(await phone.locator('.message').getAttribute('title'), 'SMS webhook answered HTTP 500');
 
     const got = await fetch(link);
     assert.equal(got.status, 200);

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { rowCount } from './helpers/files.js';
 import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
 import {
   APIVER,
@@ -70,6 +71,14 @@ describe('auth flows on PostgreSQL', { skip }, () => {
   test('the server really uses PostgreSQL: no SQLite file in the data dir', () => {
     assert.equal(t.server.services.dialect, 'postgres');
     assert.equal(existsSync(path.join(t.dataDir, 'remessa.db')), false);
+  });
+
+  test('forgetParameters by e-mail address finds the account whatever the case (lower() in SQL)', async () => {
+    await t.createUser('mixed', 'mixed-password', { email: 'Mixed.Case@Example.com' });
+    const before = await rowCount(t, 'outbox');
+    const r = await call(`${t.base}/auth/forgetParameters?u=mixed.case%40example.COM`);
+    assert.equal(r.status, 401);
+    assert.equal(await rowCount(t, 'outbox'), before + 1, 'the PIN e-mail was queued');
   });
 
   test('token endpoint: 200 token object, 401 and 400 OAuth error objects', async () => {

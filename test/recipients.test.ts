@@ -150,9 +150,10 @@ describe('recipients and secure links', () => {
     assert.equal(m.subject, 'uploader sent you a file: report.bin');
     const text = m.text ?? '';
     assert.match(text, /File: report\.bin/);
-    assert.match(text, /Size: 64/);
+    // Binary units, labelled as such; the time names its zone.
+    assert.match(text, /Size: 64 KiB\n/);
     assert.match(text, /Segue o relatório\./);
-    assert.match(text, /Available until: /);
+    assert.match(text, /Available until: \d{1,2} \w+ \d{4} at \d{2}:\d{2} (UTC|GMT[+-][\d:]+|[A-Z]{3,5})\n/);
     assert.match(text, /asks for a code \(PIN\)/);
     const anaLink = linkIn(text);
     assert.ok(anaLink.startsWith(`${t.base}/download/file?lang=en&k=`));

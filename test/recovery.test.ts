@@ -159,6 +159,41 @@ describe('password recovery', () => {
     assert.ok(Number(soon.headers.get('retry-after')) > 0);
   });
 
+  test('forgetParameters by e-mail address: the link goes to that mailbox, the answer reveals nothing', async () => {
+    await t.createUser('helena', 'old-password-h', { email: 'Helena@Example.com', lang: 'en' });
+    await t.createUser('ivo', 'ivo-password', { email: 'ivo@example.com' });
+    await t.server.services.users.setEnabled('ivo', false);
+    const count = () => rowCount(t, 'outbox');
+    const strip = (body: Record<string, unknown>) => ({ ...body, time: undefined });
+
+    const before = await count();
+    const unknown = await forget('nobody@example.com');
+    const disabled = await forget('ivo@example.com');
+    assert.equal(await count(), before, 'no message for an unknown address or a disabled account');
+    const known = await forget('helena@example.com');
+    for (const r of [unknown, disabled, known]) {
+      assert.equal(r.status, 401);
+      assert.deepEqual(strip(r.body), strip(unknown.body));
+    }
+    assert.equal(await count(), before + 1);
+
+    const m = await mail.take('Helena@Example.com');
+    assert.equal(m.subject, 'Remessa: code to change your password');
+    assert.match(m.text ?? '', /Hello helena,/);
+    const k = kOf(linkOf(m));
+    const pin = pinOf(m);
+    secrets.push(k, pin, 'new-password-h');
+    assert.equal((await change({ k, p: pin, z: 'new-password-h' })).status, 200);
+    assert.equal((await token('helena', 'new-password-h')).status, 200);
+
+    // Asked again within a minute: still the same 401, and no second message.
+    const soon = await forget('HELENA@example.com');
+    assert.deepEqual(strip(soon.body), strip(unknown.body));
+    assert.equal(await count(), before + 1);
+    // A user name keeps its documented answers.
+    assert.equal((await forget('helena')).status, 429);
+  });
+
   test('k alone sends a fresh PIN (once a minute); the old PIN stops working', async () => {
     await t.createUser('carol', 'carol-password', { email: 'carol@example.com', lang: 'es' });
     const r = await forget('carol');

@@ -70,6 +70,12 @@ export class RecoveryGuard {
   }
 
   /** Counts one PIN e-mail to the account: 429 past the hourly budget. */
+  /** As spendMail, answering false instead of throwing when the hour's e-mails are spent. */
+  async mayMail(user: UserRow): Promise<boolean> {
+    const { count } = await this.deps.counter.hit(`recovery-mail:${user.id}`, HOUR_MS);
+    return count <= this.limits.mailsPerHour;
+  }
+
   async spendMail(user: UserRow): Promise<void> {
     const { count, ttl } = await this.deps.counter.hit(`recovery-mail:${user.id}`, HOUR_MS);
     if (count <= this.limits.mailsPerHour) return;

@@ -15,7 +15,7 @@ import { PinLifecycle, PinPolicy } from '../security/pins.js';
 import type { RateCounter } from '../security/rate-counter.js';
 import type { UserService } from '../users/user-service.js';
 import type { UserStore } from '../users/user-store.js';
-import { isLang } from '../validation.js';
+import { isEmail, isLang } from '../validation.js';
 import type { ChangeTokenStore } from './change-token-store.js';
 import { RECOVERY_LIMITS, RecoveryGuard, type RecoveryLimits } from './recovery-lock.js';
 
@@ -124,11 +124,15 @@ export class RecoveryService {
    * Unknown user → 401; disabled, no e-mail, or (first access) not in first-access state → 403;
    * a second link for the same user within a minute, recovery locked for the account after too
    * many wrong PINs, or more PIN e-mails to it in an hour than allowed → 429.
+   * forgetParameters also takes an account's e-mail address (when no user has it as a name): the
+   * link goes to that mailbox only and the answer is the unknown user's 401 in every case, so an
+   * address tells nobody whether it has an account.
    */
   async issueLink(name: string, purpose: ChangePurpose, remote: string | null): Promise<LinkResult> {
     const user = await this.users.find(name);
     if (!user) {
-      await this.failed(name.slice(0, 64), remote, `${purpose}: unknown user`);
+      if (purpose === 'forget' && isEmail(name)) await this.mailLinksTo(name, remote);
+      else await this.failed(name.slice(0, 64), remote, `${purpose}: unknown user`);
       throw unauthorized();
     }
     const refuse = !user.enabled
@@ -152,7 +156,32 @@ export class RecoveryService {
     const recent = await this.tokens.newestSince(user.id, now - this.resendMs);
     if (recent !== undefined) throw this.pins.policy.tooSoon(this.pins.policy.resendWait(recent, now));
     await this.guard.spendMail(user);
+    const linkURL = await this.createLink(user, purpose, remote, now);
+    return { user, linkURL };
+  }
 
+  /** Forgot password by e-mail address: a link to every enabled account with it, none too soon. */
+  private async mailLinksTo(email: string, remote: string | null): Promise<void> {
+    const now = this.clock.now();
+    const accounts = (await this.users.byEmail(email)).filter((u) => u.enabled);
+    if (accounts.length === 0) await this.failed(null, remote, 'forget: no account with this e-mail address');
+    for (const user of accounts) {
+      // The same limits as by name, skipped silently: the answer is 401 whatever happens here.
+      if (this.guard.lockedFor(user, now) > 0) continue;
+      if ((await this.tokens.newestSince(user.id, now - this.resendMs)) !== undefined) continue;
+      if (!(await this.guard.mayMail(user))) continue;
+      await this.createLink(user, 'forget', remote, now, 'email');
+    }
+  }
+
+  /** Stores a change token, queues its PIN e-mail and audits both; returns the link. */
+  private async createLink(
+    user: UserRow,
+    purpose: ChangePurpose,
+    remote: string | null,
+    now: number,
+    by?: 'email',
+  ): Promise<string> {
     const token = randomToken();
     const linkURL = this.linkFor(user, token);
     const { pin, columns } = this.pins.policy.issue(now);
@@ -167,7 +196,12 @@ export class RecoveryService {
       });
       await this.enqueuePin(trx, user, purpose, pin, linkURL);
       await this.audit.record(
-        { event: 'password.link_issued', user: user.name, remote, detail: { purpose, link: id } },
+        {
+          event: 'password.link_issued',
+          user: user.name,
+          remote,
+          detail: by ? { purpose, link: id, by } : { purpose, link: id },
+        },
         trx,
       );
       await this.audit.record(
@@ -176,7 +210,7 @@ export class RecoveryService {
       );
     });
     this.notify.kick();
-    return { user, linkURL };
+    return linkURL;
   }
 
   /**

@@ -4,6 +4,7 @@
 // them per page of files (three indexed queries however many files the page holds).
 import type { Db } from '../db/database.js';
 import type { LinkRow, OutboxRow } from '../db/schema.js';
+import { loggedReason } from '../delivery-reasons.js';
 import { forbidden, unauthorized } from '../errors.js';
 import type { OutboxStore } from '../notify/outbox-store.js';
 import { sha256 } from '../security/keys.js';
@@ -126,7 +127,7 @@ function statusOf(
       return {
         ...base,
         status: 'failed',
-        reason: `not sent: no ${message.channel === 'email' ? 'e-mail' : 'SMS'} transport is configured (written to the server log)`,
+        reason: loggedReason(message.channel),
       };
     default:
       return { ...base, status: 'pending', reason };

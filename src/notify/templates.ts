@@ -141,24 +141,35 @@ export function formatDuration(seconds: number, lang: Lang): string {
   return new Intl.NumberFormat(LOCALE[lang], { style: 'unit', unit, unitDisplay: 'long' }).format(value);
 }
 
-/** "1,5 MB" / "1.5 MB": a file size for people. */
+const BINARY_UNITS = ['KiB', 'MiB', 'GiB', 'TiB'];
+
+/** "1,5 MiB" / "1.5 MiB": a file size for people, in binary units (as the portal shows it). */
 export function formatSize(bytes: number, lang: Lang): string {
-  const units = ['byte', 'kilobyte', 'megabyte', 'gigabyte', 'terabyte'];
+  if (bytes < 1024)
+    return new Intl.NumberFormat(LOCALE[lang], { style: 'unit', unit: 'byte', unitDisplay: 'long' }).format(
+      bytes,
+    );
   let i = 0;
-  let n = bytes;
-  while (n >= 1024 && i < units.length - 1) {
+  let n = bytes / 1024;
+  while (n >= 1024 && i < BINARY_UNITS.length - 1) {
     n /= 1024;
     i++;
   }
-  return new Intl.NumberFormat(LOCALE[lang], {
-    style: 'unit',
-    unit: units[i],
-    unitDisplay: i === 0 ? 'long' : 'short',
-    maximumFractionDigits: i === 0 ? 0 : 1,
-  }).format(n);
+  const number = new Intl.NumberFormat(LOCALE[lang], { maximumFractionDigits: n >= 100 ? 0 : 1 }).format(n);
+  return `${number} ${BINARY_UNITS[i]}`;
 }
 
-/** A date and time in the server's zone, in the recipient's language. */
+/**
+ * A date and time in the server's zone, in the recipient's language, with that zone named
+ * ("1 May 2030 at 14:00 UTC"): the reader may live in another one.
+ */
 export function formatDateTime(ms: number, lang: Lang): string {
-  return new Intl.DateTimeFormat(LOCALE[lang], { dateStyle: 'long', timeStyle: 'short' }).format(ms);
+  return new Intl.DateTimeFormat(LOCALE[lang], {
+    day: 'numeric',
+    month: 'long',
+    year: 'numeric',
+    hour: '2-digit',
+    minute: '2-digit',
+    timeZoneName: 'short',
+  }).format(ms);
 }

@@ -131,7 +131,10 @@ export class S3BlobStore implements BlobStore {
     } catch (err) {
       // HEAD answers a missing bucket with a bare 404, which the SDK names NotFound or UnknownError.
       if ((err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404)
-        throw new AppError(503, `${where} does not exist: create it first (docs/deploy.md, "Database and bucket")`);
+        throw new AppError(
+          503,
+          `${where} does not exist: create it first (docs/deploy.md, "Database and bucket")`,
+        );
       throw new AppError(503, `${where} is not reachable: ${this.describeProbe(err)}`);
     }
     // The probe's name has a dot, which no blob key has, so list() never sees it.

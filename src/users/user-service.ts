@@ -101,6 +101,10 @@ export class UserService {
     return this.store.byName(name);
   }
 
+  byEmail(email: string): Promise<UserRow[]> {
+    return this.store.byEmail(email);
+  }
+
   byId(id: number): Promise<UserRow | undefined> {
     return this.store.byId(id);
   }

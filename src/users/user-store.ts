@@ -27,6 +27,16 @@ export class UserStore {
     return this.byIdQuery.first([id], db);
   }
 
+  /** Accounts with this e-mail address (any case); rare and rate-limited, so not compiled. */
+  byEmail(email: string): Promise<UserRow[]> {
+    return this.db
+      .selectFrom('users')
+      .selectAll()
+      .where(sql<string>`lower(email)`, '=', email.toLowerCase())
+      .orderBy('id')
+      .execute();
+  }
+
   async insert(user: NewUser): Promise<UserRow> {
     return this.db.insertInto('users').values(user).returningAll().executeTakeFirstOrThrow();
   }

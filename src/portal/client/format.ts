@@ -1,7 +1,8 @@
-// Locale-aware sizes, dates and speeds.
+// Locale-aware sizes, dates and speeds. Sizes are binary (1 KiB = 1024 bytes) and say so, as the
+// server's messages do.
 import { currentLang, LOCALES } from './i18n.js';
 
-const UNITS = ['B', 'KB', 'MB', 'GB', 'TB'];
+const UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
 
 export function formatSize(bytes: number): string {
   let value = bytes;

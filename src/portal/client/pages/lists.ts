@@ -2,6 +2,8 @@
 // name, size, date and a download link per file, 100 files a page with previous/next. Under a file
 // that was announced to recipients: who, whether the message went out, whether they downloaded,
 // and "Resend" (POST {base}/download/resend?k=<owner token>&to=<recipient id>).
+
+import { isLoggedReason } from '../../../delivery-reasons.js';
 import { call, errorText, type FileEntry, type RecipientStatus } from '../api.js';
 import { h, notice, pageHeading, put, swap } from '../dom.js';
 import { formatDate, formatSize } from '../format.js';
@@ -21,10 +23,23 @@ export function directDownloadUrl(linkURL: string): string {
   return url.toString();
 }
 
-function deliveryText(r: RecipientStatus): string {
-  if (r.status === 'sent') return t('deliverySent');
-  if (r.status === 'failed') return t('deliveryFailed', { reason: r.reason ?? '' });
-  return t('deliveryPending');
+/**
+ * The delivery line in the page's language. The server's reason (a transport's answer, in
+ * English) stays a tooltip; a message only written to the server log is not a failure.
+ */
+function delivery(r: RecipientStatus): { state: string; text: string } {
+  const sms = r.channel === 'sms';
+  if (r.status === 'sent') return { state: 'sent', text: t('deliverySent') };
+  if (r.status === 'failed' && isLoggedReason(r.reason))
+    return { state: 'logged', text: t(sms ? 'deliveryLoggedSms' : 'deliveryLoggedEmail') };
+  if (r.status === 'failed')
+    return { state: 'failed', text: t(sms ? 'deliveryFailedSms' : 'deliveryFailedEmail') };
+  return { state: 'pending', text: t('deliveryPending') };
+}
+
+/** Lets a long file name wrap after its separators (never inside a word): a <wbr> after each. */
+function breakableName(name: string): (string | HTMLElement)[] {
+  return name.split(/(?<=[-_.\s])/).flatMap((part, i) => (i === 0 ? [part] : [h('wbr'), part]));
 }
 
 function downloadText(r: RecipientStatus): string {
@@ -52,10 +67,10 @@ function recipientsRow(f: FileEntry, recipients: RecipientStatus[], refresh: () 
   };
   return h(
     'tr',
-    { class: 'recipients' },
+    { class: 'recipients', role: 'row' },
     h(
       'td',
-      { colspan: 4 },
+      { colspan: 4, role: 'cell' },
       h(
         'ul',
         { 'aria-label': t('recipientsOf', { name: f.name }) },
@@ -73,15 +88,16 @@ function recipientsRow(f: FileEntry, recipients: RecipientStatus[], refresh: () 
                   t('resend'),
                 );
           button?.addEventListener('click', () => resend(r, button));
+          const d = delivery(r);
           return h(
             'li',
-            { class: `delivery ${r.status}` },
+            { class: `delivery ${d.state}` },
             h(
               'span',
               { class: 'address' },
               `${r.address} (${t(r.channel === 'email' ? 'channelEmail' : 'channelSms')})`,
             ),
-            h('span', { class: 'state message' }, deliveryText(r)),
+            h('span', { class: 'state message', title: r.reason }, d.text),
             h('span', { class: 'state' }, downloadText(r)),
             button,
           );
@@ -92,35 +108,49 @@ function recipientsRow(f: FileEntry, recipients: RecipientStatus[], refresh: () 
   );
 }
 
+/**
+ * A table on wide screens; under 40rem each file becomes a card (name on a line of its own, then
+ * size and the Download button), so names are never squeezed into a narrow column. The explicit
+ * roles keep the table's meaning for screen readers when CSS turns its rows into blocks.
+ */
 function table(files: FileEntry[], refresh: () => void): HTMLElement {
   return h(
     'table',
-    { class: 'files' },
+    { class: 'files', role: 'table' },
     h(
       'thead',
-      {},
+      { role: 'rowgroup' },
       h(
         'tr',
-        {},
-        h('th', { scope: 'col' }, t('name')),
-        h('th', { scope: 'col', class: 'num' }, t('size')),
-        h('th', { scope: 'col', class: 'date' }, t('date')),
-        h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, t('actions'))),
+        { role: 'row' },
+        h('th', { scope: 'col', role: 'columnheader', class: 'name' }, t('name')),
+        h('th', { scope: 'col', role: 'columnheader', class: 'num' }, t('size')),
+        h('th', { scope: 'col', role: 'columnheader', class: 'date' }, t('date')),
+        h(
+          'th',
+          { scope: 'col', role: 'columnheader', class: 'act' },
+          h('span', { class: 'visually-hidden' }, t('actions')),
+        ),
       ),
     ),
     h(
       'tbody',
-      {},
+      { role: 'rowgroup' },
       files.flatMap((f) => [
         h(
           'tr',
-          {},
-          h('td', { class: 'name' }, f.name, h('span', { class: 'date-inline' }, formatDate(f.modified))),
-          h('td', { class: 'num' }, formatSize(f.length)),
-          h('td', { class: 'date' }, formatDate(f.modified)),
+          { role: 'row', class: 'file' },
           h(
             'td',
-            {},
+            { role: 'cell', class: 'name' },
+            h('span', { class: 'file-name', title: f.name }, breakableName(f.name)),
+            h('span', { class: 'date-inline' }, formatDate(f.modified)),
+          ),
+          h('td', { role: 'cell', class: 'num' }, formatSize(f.length)),
+          h('td', { role: 'cell', class: 'date' }, formatDate(f.modified)),
+          h(
+            'td',
+            { role: 'cell', class: 'act' },
             h(
               'a',
               { class: 'button small', href: directDownloadUrl(f.linkURL) },

@@ -11,8 +11,34 @@ function signInHref(): string {
   return `${config.portal}?lang=${currentLang()}#/`;
 }
 
+/**
+ * Forgot password answers the same whatever the server said about the account (unknown, disabled,
+ * no e-mail, asked too soon, sent), so the form tells nobody whether a name or address has one.
+ * Only a failure to reach the server, or a server fault, is reported as such.
+ */
+function forgotAnswer(status: HTMLElement, err: unknown): void {
+  const s = err instanceof ApiError ? err.status : 200;
+  if (s === 0 || s >= 500) say(status, 'error', errorText(err));
+  else say(status, 'success', t('forgotSent'));
+}
+
+function firstAccessAnswer(status: HTMLElement, res: { linkURL?: string } | null, err: unknown): void {
+  if (res) {
+    swap(
+      status,
+      notice('success', t('linkSentByMail')),
+      res.linkURL ? h('p', {}, h('a', { href: res.linkURL }, t('continueToChange'))) : null,
+    );
+    return;
+  }
+  const s = err instanceof ApiError ? err.status : 0;
+  say(status, 'error', s === 401 ? t('unknownUser') : s === 403 ? t('notFirstAccess') : errorText(err));
+}
+
 export function renderRecovery(ctx: PageContext, kind: 'forgot' | 'first'): void {
   const username = usernameInput();
+  // Forgot password also takes the account's e-mail address.
+  if (kind === 'forgot') username.maxLength = 254;
   const status = h('div', { class: 'status-slot' });
   const submit = h('button', { type: 'submit' }, t('sendLink'));
   const form = h(
@@ -24,39 +50,26 @@ export function renderRecovery(ctx: PageContext, kind: 'forgot' | 'first'): void
         e.preventDefault();
         const u = username.value.trim();
         if (!u) {
-          say(status, 'error', t('unknownUser'));
+          say(status, 'error', t(kind === 'forgot' ? 'nameOrEmailNeeded' : 'unknownUser'));
           username.focus();
           return;
         }
         submit.disabled = true;
         try {
-          const res = await call<{ linkURL?: string }>(
-            kind === 'forgot' ? '/auth/forgetParameters' : '/auth/firstaccess',
-            {
-              query: { u },
-            },
-          );
-          swap(
-            status,
-            notice('success', t('linkSentByMail')),
-            res.linkURL ? h('p', {}, h('a', { href: res.linkURL }, t('continueToChange'))) : null,
-          );
+          const path = kind === 'forgot' ? '/auth/forgetParameters' : '/auth/firstaccess';
+          const res = await call<{ linkURL?: string }>(path, { query: { u } });
+          if (kind === 'forgot') forgotAnswer(status, null);
+          else firstAccessAnswer(status, res, null);
         } catch (err) {
-          const s = err instanceof ApiError ? err.status : 0;
-          const text =
-            s === 401
-              ? t('unknownUser')
-              : s === 403
-                ? t(kind === 'forgot' ? 'cannotRecover' : 'notFirstAccess')
-                : errorText(err);
-          say(status, 'error', text);
+          if (kind === 'forgot') forgotAnswer(status, err);
+          else firstAccessAnswer(status, null, err);
         } finally {
           submit.disabled = false;
         }
       },
     },
     h('p', {}, t(kind === 'forgot' ? 'forgotIntro' : 'firstAccessIntro')),
-    field(t('username'), username),
+    field(t(kind === 'forgot' ? 'usernameOrEmail' : 'username'), username),
     status,
     h('div', { class: 'actions' }, submit),
     h('p', {}, h('a', { href: '#/' }, t('backToSignIn'))),

@@ -58,6 +58,28 @@ function invalidField(params: UploadParams): { field: 'd' | 'm' | 'c'; message: 
   return null;
 }
 const draft = { d: '', m: '', c: '', i: '' };
+/** Set while the Send page is on screen: shows the draft in the fields again. */
+let showDraft: () => void = () => {};
+
+/**
+ * After every file of a Send is stored, its destination, recipients and message are done with: a
+ * next Send must not announce to the same people again. A field changed since keeps its new text.
+ */
+function clearSentFields(params: UploadParams): void {
+  for (const key of ['d', 'm', 'c', 'i'] as const)
+    if (draft[key].trim() === (params[key] ?? '')) draft[key] = '';
+  showDraft();
+}
+
+/** "b***@example.com (e-mail), +55*******0000 (SMS)": who the server announced the files to. */
+function notifiedList(files: FileEntry[]): string {
+  const names = files.flatMap((f) =>
+    (f.recipients ?? []).map(
+      (r) => `${r.address} (${t(r.channel === 'email' ? 'channelEmail' : 'channelSms')})`,
+    ),
+  );
+  return [...new Set(names)].join(', ');
+}
 
 function pump(): void {
   while (uploads.filter((u) => u.state === 'uploading').length < PARALLEL) {
@@ -99,8 +121,9 @@ function start(u: Upload): void {
       u.handle = null;
       // The files of a batch stay chosen until every one of them is sent, so a failed send can
       // be corrected and sent again without choosing them again.
-      if (u.batch === chosen && uploads.filter((x) => x.batch === u.batch).every((x) => x.state === 'done'))
-        clearChosen();
+      const batchDone = uploads.filter((x) => x.batch === u.batch).every((x) => x.state === 'done');
+      if (batchDone && u.batch === chosen) clearChosen();
+      if (batchDone) clearSentFields(u.params);
       u.redraw();
       pump();
     });
@@ -191,6 +214,9 @@ function uploadRow(u: Upload): HTMLLIElement {
             t('cancel'),
           ),
       ),
+      u.state === 'done' && notifiedList(u.links)
+        ? h('p', { class: 'notified' }, t('notified', { list: notifiedList(u.links) }))
+        : null,
       u.state === 'done' ? u.links.map(linkRow) : null,
     );
   };
@@ -211,12 +237,14 @@ function uploadRow(u: Upload): HTMLLIElement {
 }
 
 export function renderSend(ctx: PageContext): void {
-  const input = h('input', { type: 'file', multiple: true, name: 'files', id: 'files' });
+  // The native picker's button speaks the browser's language, not the page's: it is visually
+  // hidden (still focusable) and a translated label styled as a button opens it.
+  const input = h('input', { type: 'file', multiple: true, name: 'files', id: 'files', class: 'file-input' });
   const chosenText = h('p', { class: 'hint', id: 'files-chosen', 'aria-live': 'polite' });
   const showChosen = () => {
     chosenText.textContent = chosen.length
       ? `${t('chosenFiles', { count: chosen.length })}: ${chosen.map((f) => f.name).join(', ')}`
-      : '';
+      : t('noFileChosen');
   };
   input.setAttribute('aria-describedby', 'files-hint files-chosen');
   clearChosen = () => {
@@ -233,9 +261,14 @@ export function renderSend(ctx: PageContext): void {
   const drop = h(
     'div',
     { class: 'dropzone' },
-    h('label', { for: 'files' }, t('files')),
+    h('span', { class: 'field-title' }, t('files')),
     h('p', { class: 'hint', id: 'files-hint' }, t('dropHint')),
-    input,
+    h(
+      'div',
+      { class: 'file-picker' },
+      input,
+      h('label', { for: 'files', class: 'button secondary file-button' }, t('chooseFiles')),
+    ),
     chosenText,
   );
   drop.addEventListener('dragover', (e) => {
@@ -275,6 +308,12 @@ export function renderSend(ctx: PageContext): void {
       draft[key] = el.value;
     });
   }
+  showDraft = () => {
+    d.value = draft.d;
+    m.value = draft.m;
+    c.value = draft.c;
+    i.value = draft.i;
+  };
   const status = h('div', { class: 'status-slot' });
   const list = h('ul', { class: 'uploads' });
   const listHeadingId = nextId('uploads');
