@@ -377,9 +377,9 @@ export function loadConfig(env: Source = process.env): Config {
     smallBodySeconds: r.int('REMESSA_SMALL_BODY_SECONDS', 30, 1, 3600),
     // Behind a trusted proxy every connection comes from the proxy: no per-address limit by default.
     maxConnectionsPerAddress: r.int('REMESSA_MAX_CONNECTIONS_PER_ADDRESS', trustProxy !== false ? 0 : 256, 0),
-    maxUploadsPerUser: r.int('REMESSA_MAX_UPLOADS_PER_USER', 16, 0),
+    maxUploadsPerUser: r.int('REMESSA_MAX_UPLOADS_PER_USER', 64, 0),
     // Behind a proxy the address is the client's (X-Forwarded-For), so the limit holds there too.
-    maxUploadsPerAddress: r.int('REMESSA_MAX_UPLOADS_PER_ADDRESS', 64, 0),
+    maxUploadsPerAddress: r.int('REMESSA_MAX_UPLOADS_PER_ADDRESS', 256, 0),
     metricsPort:
       r.optional('REMESSA_METRICS_PORT') === null ? null : r.int('REMESSA_METRICS_PORT', 0, 0, 65535),
     metricsHost: r.str('REMESSA_METRICS_HOST', '127.0.0.1'),

@@ -114,7 +114,7 @@ describe('outbox on PostgreSQL, two instances', { skip: available ? false : PG_S
       for (const s of [a, b]) await s.advanceClock(61_000);
       const r = await call(`${(round ? b : a).base}/auth/forgetParameters?u=pglock`);
       assert.equal(r.status, 200);
-      await a.server.workers.get('outbox')!.runOnce();
+      await a.server.services.notify.deliverDue();
       const pin = /PIN\): (\d{6})/.exec((await mail.take('pglock@example.com')).text ?? '')![1]!;
       const k = new URL(String(r.body['linkURL'])).searchParams.get('k')!;
       links.push({ k, pin });
@@ -134,7 +134,7 @@ describe('outbox on PostgreSQL, two instances', { skip: available ? false : PG_S
     for (const s of [a, b]) await s.advanceClock(61_000);
     assert.equal((await call(`${a.base}/auth/forgetParameters?u=pglock`)).status, 429);
     assert.equal((await call(`${b.base}/auth/forgetParameters?u=pglock`)).status, 429);
-    await b.server.workers.get('outbox')!.runOnce();
+    await b.server.services.notify.deliverDue();
     assert.match((await mail.take('pglock@example.com')).subject ?? '', /recuperação de senha bloqueada/);
   });
 });

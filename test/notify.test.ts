@@ -241,7 +241,7 @@ describe('file names in SMS', () => {
         c: '+5511988880001',
       });
       assert.equal(plain.status, 200);
-      await t.server.workers.get('outbox')!.runOnce();
+      await t.server.services.notify.deliverDue();
       const texts = new Map(
         hook.requests.map((q) => {
           const body = JSON.parse(q.body) as { to: string; text: string };

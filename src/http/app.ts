@@ -342,6 +342,30 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
     }),
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json['$id'] ?? `def-${i}`) },
   });
+  // Set before the docs' plugin registers, so its routes' errors are envelopes too (a plugin's
+  // routes keep the error handler in force when it was registered).
+  app.setErrorHandler((raw: FastifyError | AppError, request, reply) => {
+    // A body type a streaming route does not take gets that route's own answer (tus: 415).
+    const streaming = request.routeOptions.config?.streamingBody;
+    // A full disk and a service out of reach are the 5xx a client can act on: retry later.
+    const err = isOutOfSpace(raw)
+      ? outOfSpace()
+      : isOutOfDescriptors(raw)
+        ? outOfDescriptors()
+        : isUnavailable(raw)
+          ? unavailable()
+          : streaming && (raw as FastifyError).code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
+            ? streaming.refuse()
+            : raw;
+    const status = statusOf(err);
+    if (status >= 500 && err === raw)
+      request.log.error({ err, url: redactUrl(request.url) }, 'request failed');
+    else if (status >= 500) request.log.warn({ err: raw, url: redactUrl(request.url) }, err.message);
+    if (err instanceof AppError) reply.headers(err.headers);
+    const detail = err instanceof AppError ? err.detail : status < 500 ? err.message : undefined;
+    return sendError(request, reply, status, detail);
+  });
+
   const docsIndex = `${config.apiPath}/docs/static/index.html`;
   await app.register(swaggerUi, {
     routePrefix: `${config.apiPath}/docs`,
@@ -374,28 +398,6 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
       return payload;
     });
   }
-
-  app.setErrorHandler((raw: FastifyError | AppError, request, reply) => {
-    // A body type a streaming route does not take gets that route's own answer (tus: 415).
-    const streaming = request.routeOptions.config?.streamingBody;
-    // A full disk and a service out of reach are the 5xx a client can act on: retry later.
-    const err = isOutOfSpace(raw)
-      ? outOfSpace()
-      : isOutOfDescriptors(raw)
-        ? outOfDescriptors()
-        : isUnavailable(raw)
-          ? unavailable()
-          : streaming && (raw as FastifyError).code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
-            ? streaming.refuse()
-            : raw;
-    const status = statusOf(err);
-    if (status >= 500 && err === raw)
-      request.log.error({ err, url: redactUrl(request.url) }, 'request failed');
-    else if (status >= 500) request.log.warn({ err: raw, url: redactUrl(request.url) }, err.message);
-    if (err instanceof AppError) reply.headers(err.headers);
-    const detail = err instanceof AppError ? err.detail : status < 500 ? err.message : undefined;
-    return sendError(request, reply, status, detail);
-  });
 
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?', 1)[0]!;

@@ -30,9 +30,14 @@ import type { UserService } from '../users/user-service.js';
 import type { UploadStore } from './upload-store.js';
 
 const HOUR = 3600 * 1000;
-/** A writer's hold on an upload; renewed while its bytes arrive, so only a dead one loses it. */
-const LEASE_MS = 30 * 1000;
-const RENEW_MS = 10 * 1000;
+/**
+ * A writer's hold on an upload, renewed every RENEW_MS while its bytes arrive: a writer whose
+ * client has gone silent (a connection left half-open by a cut on the way) stops renewing, so a
+ * resume through another instance takes the upload over within seconds, inside a client's
+ * usual retry schedule; the silent writer's own commit then fails on the lock it lost.
+ */
+const LEASE_MS = 6 * 1000;
+const RENEW_MS = 2 * 1000;
 const LOCK_WAIT_MS = 3000;
 /**
  * Each PATCH is a blob (a file on a local store) and a row until the upload completes: past this
@@ -152,61 +157,77 @@ export class UploadService {
     body: Readable,
     checksum: Checksum | null,
     remote: string | null,
+    /** Bytes the client has delivered so far (any count that grows while the body arrives). */
+    delivered?: () => number,
   ): Promise<UploadRow> {
     const row = await this.get(user, id);
+    let bodyRead = false;
+    let seen = -1;
+    const silent = () => {
+      if (bodyRead || !delivered) return false;
+      const now = delivered();
+      const same = now === seen;
+      seen = now;
+      return same;
+    };
     if (row.file_id !== null)
       throw new AppError(409, 'the upload is complete already', { 'Upload-Offset': String(row.received) });
     if (offset !== row.received)
       throw new AppError(409, `Upload-Offset must be ${row.received}`, {
         'Upload-Offset': String(row.received),
       });
-    return this.holding(row, async (owner) => {
-      // What another writer did before we got the lock counts.
-      const current = (await this.d.store.byId(id))!;
-      if (current.received !== offset)
-        throw new AppError(409, `Upload-Offset must be ${current.received}`, {
-          'Upload-Offset': String(current.received),
-        });
-      const blob = await this.d.writer.write(body, current.length - offset);
-      if (checksum && checksum.sha256 !== blob.sha256) {
-        await this.d.writer.discard([blob.key]);
-        throw new AppError(460, 'Upload-Checksum does not match the bytes received');
-      }
-      if (blob.length === 0) {
-        await this.d.writer.discard([blob.key]);
-        return current;
-      }
-      const completes = offset + blob.length === current.length;
-      if (!completes && (await this.d.store.chunkCount(id)) >= maxPieces(current.length)) {
-        await this.d.writer.discard([blob.key]);
-        throw badRequest('this upload is in too many pieces: send the rest in one PATCH');
-      }
-      if (offset === 0 && completes) {
-        // The whole file in one PATCH (tus-js-client's default): this blob becomes the file's, as
-        // POST /upload's does, instead of being staged as a chunk and copied into a new blob.
-        await this.commitFile(current, blob, [], remote, owner);
-        return (await this.d.store.byId(id))!;
-      }
-      try {
-        const recorded = await inTransaction(this.d.db, async (trx) => {
-          const ok = await this.d.store.addChunk(
-            trx,
-            id,
-            owner,
-            { start: offset, length: blob.length, blobKey: blob.key },
-            this.d.clock.now() + this.d.config.uploadExpiryHours * HOUR,
-          );
-          if (ok) await this.d.writer.settle(trx, [blob.key]);
-          return ok;
-        });
-        if (!recorded) throw new AppError(409, 'the upload changed while this request was writing');
-      } catch (err) {
-        await this.d.writer.discard([blob.key], err).catch(() => {});
-        throw err;
-      }
-      const after = (await this.d.store.byId(id))!;
-      return after.received === after.length ? this.finish(after, remote) : after;
-    });
+    return this.holding(
+      row,
+      async (owner) => {
+        // What another writer did before we got the lock counts.
+        const current = (await this.d.store.byId(id))!;
+        if (current.received !== offset)
+          throw new AppError(409, `Upload-Offset must be ${current.received}`, {
+            'Upload-Offset': String(current.received),
+          });
+        const blob = await this.d.writer.write(body, current.length - offset);
+        bodyRead = true;
+        if (checksum && checksum.sha256 !== blob.sha256) {
+          await this.d.writer.discard([blob.key]);
+          throw new AppError(460, 'Upload-Checksum does not match the bytes received');
+        }
+        if (blob.length === 0) {
+          await this.d.writer.discard([blob.key]);
+          return current;
+        }
+        const completes = offset + blob.length === current.length;
+        if (!completes && (await this.d.store.chunkCount(id)) >= maxPieces(current.length)) {
+          await this.d.writer.discard([blob.key]);
+          throw badRequest('this upload is in too many pieces: send the rest in one PATCH');
+        }
+        if (offset === 0 && completes) {
+          // The whole file in one PATCH (tus-js-client's default): this blob becomes the file's, as
+          // POST /upload's does, instead of being staged as a chunk and copied into a new blob.
+          await this.commitFile(current, blob, [], remote, owner);
+          return (await this.d.store.byId(id))!;
+        }
+        try {
+          const recorded = await inTransaction(this.d.db, async (trx) => {
+            const ok = await this.d.store.addChunk(
+              trx,
+              id,
+              owner,
+              { start: offset, length: blob.length, blobKey: blob.key },
+              this.d.clock.now() + this.d.config.uploadExpiryHours * HOUR,
+            );
+            if (ok) await this.d.writer.settle(trx, [blob.key]);
+            return ok;
+          });
+          if (!recorded) throw new AppError(409, 'the upload changed while this request was writing');
+        } catch (err) {
+          await this.d.writer.discard([blob.key], err).catch(() => {});
+          throw err;
+        }
+        const after = (await this.d.store.byId(id))!;
+        return after.received === after.length ? this.finish(after, remote) : after;
+      },
+      silent,
+    );
   }
 
   /** termination: the upload and its bytes go (a finished one's file stays). */
@@ -236,8 +257,15 @@ export class UploadService {
     });
   }
 
-  /** Runs `fn` holding the upload's lock (423 when someone alive holds it), renewing the lease. */
-  private async holding<T>(row: UploadRow, fn: (owner: string) => Promise<T>): Promise<T> {
+  /**
+   * Runs `fn` holding the upload's lock (423 when someone alive holds it), renewing the lease
+   * except while `silent()` says the client has brought nothing since the last renewal.
+   */
+  private async holding<T>(
+    row: UploadRow,
+    fn: (owner: string) => Promise<T>,
+    silent: () => boolean = () => false,
+  ): Promise<T> {
     const owner = `${WRITER}/${randomBytes(4).toString('hex')}`;
     const { store, clock } = this.d;
     // A client that lost its connection comes back at once, often while this side is still
@@ -248,7 +276,7 @@ export class UploadService {
       waited += 100;
     }
     const timer = setInterval(() => {
-      store.renew(row.id, owner, clock.now() + LEASE_MS).catch(() => {});
+      if (!silent()) store.renew(row.id, owner, clock.now() + LEASE_MS).catch(() => {});
     }, RENEW_MS).unref();
     try {
       return await fn(owner);

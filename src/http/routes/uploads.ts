@@ -139,7 +139,8 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const checksum = parseChecksum(header(request, 'upload-checksum'));
     const body = bodyUntilCut(request.raw, checksum === null);
     try {
-      const row = await uploads.append(user, id, offset, body, checksum, request.ip);
+      const socket = request.raw.socket;
+      const row = await uploads.append(user, id, offset, body, checksum, request.ip, () => socket.bytesRead);
       if (row.file_id !== null) notify.kick(); // its messages and events were committed with it
       return row;
     } catch (err) {
