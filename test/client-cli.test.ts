@@ -85,7 +85,7 @@ describe('remessa send / get', () => {
     const got = await run(['get', link, '-o', path.join(outDir, 'copy.bin'), '--json']);
     assert.equal(got.code, 0, got.stderr);
     assert.ok(down.cuts > cutsDown, 'the download went through at least one cut');
-    assert.match(got.stderr, /connection lost at \d+ bytes; resuming/);
+    assert.match(got.stderr, /connection lost at \d+ bytes \(.*\); reconnecting… \(attempt 1 of 8, in 0 s\)/);
     assert.deepEqual(JSON.parse(got.stdout), {
       path: path.join(outDir, 'copy.bin'),
       length: 20 * MiB,
@@ -246,7 +246,7 @@ describe('remessa get on a secure (PIN) link', () => {
     const got = await remessa({}, ['get', viaProxy, '-o', out, '--pin', pin, '--json']);
     assert.equal(got.code, 0, got.stderr);
     assert.ok(down.cuts > cuts, 'the download went through at least one cut');
-    assert.match(got.stderr, /connection lost at \d+ bytes; resuming/);
+    assert.match(got.stderr, /connection lost at \d+ bytes \(.*\); reconnecting… \(attempt 1 of 8, in 0 s\)/);
     assert.deepEqual(JSON.parse(got.stdout), { path: out, length: 10 * MiB, sha256: digest });
     assert.deepEqual((await readdir(dir)).sort(), ['copy.bin', 'secret.bin']);
   });
