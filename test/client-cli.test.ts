@@ -176,6 +176,26 @@ describe('remessa send / get', () => {
     assert.equal(head.headers.get('etag'), `"${digest}"`);
   });
 
+  test('sending the same file again is a new upload, never a "resume" of the finished one', async () => {
+    const creds = {
+      ...env,
+      REMESSA_SERVER: t.base,
+      REMESSA_USER: 'alice',
+      REMESSA_PASSWORD: 'alice-password',
+    };
+    const file = path.join(dir, 'twice.bin');
+    await writeBigFile(file, 2);
+    const ids = new Set<number>();
+    // The record of a finished upload was dropped without waiting, and often outlived the command.
+    for (let i = 0; i < 4; i++) {
+      const sent = await remessa(creds, ['send', file, '--json']);
+      assert.equal(sent.code, 0, sent.stderr);
+      assert.doesNotMatch(sent.stderr, /resuming/);
+      ids.add((JSON.parse(sent.stdout) as { id: number }[])[0]!.id);
+    }
+    assert.equal(ids.size, 4);
+  });
+
   function run(args: string[], cwd = ROOT) {
     return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
       const child = spawn(process.execPath, [path.join(ROOT, 'bin/remessa.js'), ...args], {

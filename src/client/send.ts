@@ -76,6 +76,12 @@ function failure(err: tus.DetailedError): string {
   return `connection lost (${err.causingError?.message ?? err.message})`;
 }
 
+/** Drops the record of a finished upload, so that the file's next send is a new upload. */
+async function forget(storage: tus.UrlStorage, url: string): Promise<void> {
+  for (const u of await storage.findAllUploads())
+    if (u.uploadUrl === url) await storage.removeUpload(u.urlStorageKey);
+}
+
 async function sendOne(file: string, size: number, o: SendOptions): Promise<SentEntry> {
   const auth = authorization(o.server);
   const metadata: Record<string, string> = { filename: path.basename(file) };
@@ -84,6 +90,7 @@ async function sendOne(file: string, size: number, o: SendOptions): Promise<Sent
   if (o.mobile) metadata['c'] = o.mobile;
   if (o.message) metadata['i'] = o.message;
   const chunkSize = chunkBytes();
+  const storage = new FileUrlStorage(path.join(configDir(), 'uploads.json'));
   const bar = progress(path.basename(file), size, o.json);
   let resuming = false;
   let retried = false;
@@ -93,9 +100,12 @@ async function sendOne(file: string, size: number, o: SendOptions): Promise<Sent
       headers: { Authorization: auth },
       metadata,
       uploadSize: size,
-      urlStorage: new FileUrlStorage(path.join(configDir(), 'uploads.json')),
+      urlStorage: storage,
       storeFingerprintForResuming: true,
-      removeFingerprintOnSuccess: true,
+      // Forgotten in onSuccess, waited for: tus-js-client does not wait, and a record still there
+      // when the command exits made the next send of the same file "resume" the finished upload
+      // and print its old link, announcing nothing to the new recipients.
+      removeFingerprintOnSuccess: false,
       chunkSize,
       retryDelays: RETRY_DELAYS_MS,
       // tus-js-client's own rule (not a 4xx other than 409 and 423), said on screen.
@@ -124,7 +134,10 @@ async function sendOne(file: string, size: number, o: SendOptions): Promise<Sent
       },
       onSuccess: () => {
         bar.finish();
-        resolve(upload.url ?? '');
+        const done = upload.url ?? '';
+        forget(storage, done)
+          .catch((err: Error) => bar.note(`could not forget the finished upload: ${err.message}`))
+          .then(() => resolve(done));
       },
     });
     upload
