@@ -82,6 +82,22 @@ async function forget(storage: tus.UrlStorage, url: string): Promise<void> {
     if (u.uploadUrl === url) await storage.removeUpload(u.urlStorageKey);
 }
 
+/** tus-js-client's errors carry the response; the server's envelope says what was wrong. */
+function uploadError(name: string, err: unknown): AppError {
+  const e = err as tus.DetailedError;
+  const res = e.originalResponse;
+  const status = res?.getStatus() ?? 0;
+  if (res && !(status >= 500 || status === 409 || status === 423)) {
+    let detail = '';
+    try {
+      detail = String((JSON.parse(res.getBody()) as { detail?: string }).detail ?? '');
+    } catch {}
+    return new AppError(400, `${name}: upload refused (${status})${detail ? `: ${detail}` : ''}`);
+  }
+  const why = e.originalRequest ? failure(e) : String(err);
+  return new AppError(503, `${name}: upload interrupted: ${why}; run again to resume`);
+}
+
 async function sendOne(file: string, size: number, o: SendOptions): Promise<SentEntry> {
   const auth = authorization(o.server);
   const metadata: Record<string, string> = { filename: path.basename(file) };
@@ -151,21 +167,7 @@ async function sendOne(file: string, size: number, o: SendOptions): Promise<Sent
       })
       .catch(reject);
   }).catch((err: unknown) => {
-    // tus-js-client's errors carry the response; the server's envelope says what was wrong.
-    const res = (err as tus.DetailedError).originalResponse;
-    const status = res?.getStatus() ?? 0;
-    if (res && !(status >= 500 || status === 409 || status === 423)) {
-      let detail = '';
-      try {
-        detail = String((JSON.parse(res.getBody()) as { detail?: string }).detail ?? '');
-      } catch {}
-      throw new AppError(
-        400,
-        `${path.basename(file)}: upload refused (${status})${detail ? `: ${detail}` : ''}`,
-      );
-    }
-    const why = (err as tus.DetailedError).originalRequest ? failure(err as tus.DetailedError) : String(err);
-    throw new AppError(503, `${path.basename(file)}: upload interrupted: ${why}; run again to resume`);
+    throw uploadError(path.basename(file), err);
   });
   const res = await fetch(new URL(url, o.server), { headers: { Authorization: auth } });
   const body = (await res.json()) as { files?: SentEntry[]; detail?: string };
