@@ -85,7 +85,7 @@ describe('remessa send / get', () => {
     const got = await run(['get', link, '-o', path.join(outDir, 'copy.bin'), '--json']);
     assert.equal(got.code, 0, got.stderr);
     assert.ok(down.cuts > cutsDown, 'the download went through at least one cut');
-    assert.match(got.stderr, /connection lost at \d+ bytes; resuming/);
+    assert.match(got.stderr, /connection lost at \d+ bytes \(.*\); reconnecting… \(attempt 1 of 8, in 0 s\)/);
     assert.deepEqual(JSON.parse(got.stdout), {
       path: path.join(outDir, 'copy.bin'),
       length: 20 * MiB,
@@ -176,6 +176,26 @@ describe('remessa send / get', () => {
     assert.equal(head.headers.get('etag'), `"${digest}"`);
   });
 
+  test('sending the same file again is a new upload, never a "resume" of the finished one', async () => {
+    const creds = {
+      ...env,
+      REMESSA_SERVER: t.base,
+      REMESSA_USER: 'alice',
+      REMESSA_PASSWORD: 'alice-password',
+    };
+    const file = path.join(dir, 'twice.bin');
+    await writeBigFile(file, 2);
+    const ids = new Set<number>();
+    // The record of a finished upload was dropped without waiting, and often outlived the command.
+    for (let i = 0; i < 4; i++) {
+      const sent = await remessa(creds, ['send', file, '--json']);
+      assert.equal(sent.code, 0, sent.stderr);
+      assert.doesNotMatch(sent.stderr, /resuming/);
+      ids.add((JSON.parse(sent.stdout) as { id: number }[])[0]!.id);
+    }
+    assert.equal(ids.size, 4);
+  });
+
   function run(args: string[], cwd = ROOT) {
     return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
       const child = spawn(process.execPath, [path.join(ROOT, 'bin/remessa.js'), ...args], {
@@ -246,7 +266,7 @@ describe('remessa get on a secure (PIN) link', () => {
     const got = await remessa({}, ['get', viaProxy, '-o', out, '--pin', pin, '--json']);
     assert.equal(got.code, 0, got.stderr);
     assert.ok(down.cuts > cuts, 'the download went through at least one cut');
-    assert.match(got.stderr, /connection lost at \d+ bytes; resuming/);
+    assert.match(got.stderr, /connection lost at \d+ bytes \(.*\); reconnecting… \(attempt 1 of 8, in 0 s\)/);
     assert.deepEqual(JSON.parse(got.stdout), { path: out, length: 10 * MiB, sha256: digest });
     assert.deepEqual((await readdir(dir)).sort(), ['copy.bin', 'secret.bin']);
   });

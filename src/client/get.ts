@@ -1,7 +1,8 @@
 // `remessa get LINK`: downloads into `<name>.part`, resuming with Range (If-Range on the ETag, the
 // file's SHA-256) after a cut, in this run or the next; checks the SHA-256 and only then renames
 // the file to its final name, so a half file never carries it. Secure links need a PIN: --pin, or
-// one is requested (sent to the recipient) and asked for on the terminal.
+// one is requested (sent to the recipient) and asked for on the terminal. A cut connection, a
+// server that is down or a load balancer's 502/503/504 is retried on the schedule of retry.ts.
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { rename, stat, unlink } from 'node:fs/promises';
@@ -10,7 +11,8 @@ import { createInterface } from 'node:readline/promises';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { AppError } from '../errors.js';
-import { progress } from './progress.js';
+import { type Progress, progress } from './progress.js';
+import { Backoff, reconnecting, retryAfterMs, sleep, TRANSIENT_STATUSES } from './retry.js';
 
 export interface GetOptions {
   out?: string;
@@ -23,15 +25,6 @@ export interface GotFile {
   length: number;
   sha256: string;
 }
-
-/**
- * Attempts in a row that brought no byte before giving up. A cut after progress starts the count
- * again: a long download over a network that drops every few megabytes still arrives, however
- * many drops it takes, while a server that is gone (or restarting) gets ~25 s of backing off.
- */
-const FRUITLESS_ATTEMPTS = 8;
-/** The wait before the next attempt doubles with each fruitless one, up to this. */
-const MAX_BACKOFF_MS = 8000;
 
 function nameFrom(disposition: string | null): string | undefined {
   if (!disposition) return undefined;
@@ -73,6 +66,82 @@ async function askPin(link: URL): Promise<string> {
   }
 }
 
+/** A proxy's or server's "not now": retried like a cut connection, after Retry-After if given. */
+class Unavailable extends Error {
+  constructor(
+    readonly status: number,
+    readonly retryAfter: number | undefined,
+  ) {
+    super(`server unavailable (${status})`);
+  }
+}
+
+async function request(url: URL, init: RequestInit): Promise<Response> {
+  const res = await fetch(url, init);
+  if (!TRANSIENT_STATUSES.has(res.status)) return res;
+  await res.body?.cancel();
+  throw new Unavailable(res.status, retryAfterMs(res.headers.get('retry-after')));
+}
+
+/**
+ * Runs `attempt` until it succeeds, on the backoff's schedule. An AppError is final; anything
+ * else (a network error, Unavailable) is retried, said through `say` with `why`'s words.
+ */
+async function retrying<T>(
+  backoff: Backoff,
+  say: (line: string) => void,
+  why: (err: Error) => Promise<string>,
+  attempt: () => Promise<T>,
+): Promise<T> {
+  for (;;) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (err instanceof AppError) throw err;
+      const e = err as Error;
+      const reason = e instanceof Unavailable ? e.message : await why(e);
+      const retryAfter = e instanceof Unavailable ? e.retryAfter : undefined;
+      const next = backoff.next(retryAfter);
+      if (!next) throw new AppError(503, `download interrupted: ${reason}; run again to resume`);
+      say(reconnecting(reason, next.attempt, next.ms, retryAfter !== undefined));
+      await sleep(next.ms);
+    }
+  }
+}
+
+/** undici's "fetch failed" says nothing: its cause says what (ECONNREFUSED, other side closed). */
+const causeOf = (e: Error) => (e.cause instanceof Error ? e.cause.message : e.message);
+
+/** One request for the rest of the file, appended to the part file; returns once it ends whole. */
+async function fetchRest(
+  url: URL,
+  etag: string,
+  part: string,
+  length: number,
+  bar: Progress,
+  backoff: Backoff,
+): Promise<void> {
+  const have = await sizeOf(part);
+  const headers: Record<string, string> =
+    have > 0 && have < length ? { Range: `bytes=${have}-`, 'If-Range': etag } : {};
+  const res = await request(url, { headers });
+  if (res.status !== 200 && res.status !== 206)
+    throw new AppError(400, `download refused (${res.status}): ${await envelopeDetail(res)}`);
+  // 200: the server sends it all (the file changed, or no resume): start the part file over.
+  const append = res.status === 206;
+  let done = append ? have : 0;
+  bar.resumeAt(done);
+  const body = Readable.fromWeb(res.body as import('node:stream/web').ReadableStream<Uint8Array>);
+  // Bytes arrived: this attempt moved the download forward, a later cut starts the schedule over.
+  body.once('data', () => backoff.progressed());
+  body.on('data', (c: Buffer) => {
+    done += c.length;
+    bar.update(done);
+  });
+  // The default mode (0666 less the umask), as curl and cp: the saved file is the user's to share.
+  await pipeline(body, createWriteStream(part, { flags: append ? 'a' : 'w' }));
+}
+
 export async function get(link: string, o: GetOptions): Promise<GotFile> {
   let url: URL;
   try {
@@ -81,10 +150,19 @@ export async function get(link: string, o: GetOptions): Promise<GotFile> {
     throw new AppError(400, `not a link: "${link}"`);
   }
   if (o.pin) url.searchParams.set('p', o.pin);
-  let head = await fetch(url, { method: 'HEAD' });
+  const backoff = new Backoff();
+  const say = (line: string) => process.stderr.write(`${line}\n`);
+  const probe = () =>
+    retrying(
+      backoff,
+      say,
+      async (e) => `no answer (${causeOf(e)})`,
+      () => request(url, { method: 'HEAD' }),
+    );
+  let head = await probe();
   if (head.status === 403 && !o.pin) {
     url.searchParams.set('p', await askPin(url));
-    head = await fetch(url, { method: 'HEAD' });
+    head = await probe();
   }
   if (!head.ok) {
     const why = await envelopeDetail(await fetch(url, { method: 'GET', headers: { Range: 'bytes=0-0' } }));
@@ -96,41 +174,16 @@ export async function get(link: string, o: GetOptions): Promise<GotFile> {
   if (!sha256) throw new AppError(400, 'the server gave no SHA-256 (ETag) to check the file against');
   const final = path.resolve(o.out ?? nameFrom(head.headers.get('content-disposition')) ?? 'download');
   const part = `${final}.part`;
-  const bar = progress(path.basename(final), length, o.json);
-  let fruitless = 0;
-  for (;;) {
-    const have = await sizeOf(part);
-    if (have === length) break;
-    const headers: Record<string, string> =
-      have > 0 && have < length ? { Range: `bytes=${have}-`, 'If-Range': etag } : {};
-    let received = 0;
-    try {
-      const res = await fetch(url, { headers });
-      if (res.status !== 200 && res.status !== 206)
-        throw new AppError(400, `download refused (${res.status}): ${await envelopeDetail(res)}`);
-      // 200: the server sends it all (the file changed, or no resume): start the part file over.
-      const append = res.status === 206;
-      let done = append ? have : 0;
-      const body = Readable.fromWeb(res.body as import('node:stream/web').ReadableStream<Uint8Array>);
-      body.on('data', (c: Buffer) => {
-        received += c.length;
-        done += c.length;
-        bar.update(done);
-      });
-      await pipeline(body, createWriteStream(part, { flags: append ? 'a' : 'w', mode: 0o600 }));
-    } catch (err) {
-      fruitless = received > 0 ? 1 : fruitless + 1;
-      if (err instanceof AppError || fruitless >= FRUITLESS_ATTEMPTS) {
-        bar.stop();
-        throw err instanceof AppError
-          ? err
-          : new AppError(503, `download interrupted (${(err as Error).message}); run again to resume`);
-      }
-      process.stderr.write(`connection lost at ${await sizeOf(part)} bytes; resuming\n`);
-      await new Promise((r) => setTimeout(r, Math.min(250 * 2 ** (fruitless - 1), MAX_BACKOFF_MS)));
-    }
+  const bar = progress(path.basename(final), length, o.json, 'received');
+  const lost = async (e: Error) => `connection lost at ${await sizeOf(part)} bytes (${causeOf(e)})`;
+  try {
+    while ((await sizeOf(part)) !== length)
+      await retrying(backoff, bar.note, lost, () => fetchRest(url, etag, part, length, bar, backoff));
+  } catch (err) {
+    bar.stop();
+    throw err;
   }
-  bar.stop();
+  bar.finish();
   const h = createHash('sha256');
   for await (const c of createReadStream(part)) h.update(c as Buffer);
   if (h.digest('hex') !== sha256) {

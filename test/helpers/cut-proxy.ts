@@ -1,6 +1,8 @@
 // A TCP proxy in front of a test server that cuts connections the way a flaky network does: every
 // `everyBytes` bytes passed in one direction (counted across connections), or when the test says
-// so (cutAll). While `down`, new connections are refused at once. Resumption tests go through it.
+// so (cutAll). While `down`, new connections are refused at once; while `unavailable` is above 0,
+// each new connection is answered 503 (as a load balancer with no backend) instead of forwarded.
+// Resumption tests go through it.
 import { connect, createServer, type Server, type Socket } from 'node:net';
 
 export interface CutProxyOptions {
@@ -28,6 +30,13 @@ export class CutProxy {
   everyBytes: number;
   /** refuse new connections while true (the network is gone) */
   down = false;
+  /** connections refused so far because the proxy was down */
+  refused = 0;
+  /** answer this many next connections 503, with `retryAfter` (seconds) if set, and close them */
+  unavailable = 0;
+  retryAfter: number | undefined;
+  /** connections answered 503 so far */
+  answered503 = 0;
   private server: Server;
   private sinceCut = 0;
   private nextTarget = 0;
@@ -54,7 +63,13 @@ export class CutProxy {
 
   private accept(client: Socket): void {
     if (this.down) {
+      this.refused++;
       client.destroy();
+      return;
+    }
+    if (this.unavailable > 0) {
+      this.unavailable--;
+      this.answer503(client);
       return;
     }
     const targets = Array.isArray(this.opts.target) ? this.opts.target : [this.opts.target];
@@ -98,6 +113,19 @@ export class CutProxy {
     const backTo = counted === client ? client : upstream;
     back.pipe(backTo);
     counted.on('end', () => other.end());
+  }
+
+  private answer503(client: Socket): void {
+    client.on('error', () => {});
+    // After the request's head, as a proxy answers: a reply before it may be taken for a reset.
+    client.once('data', () => {
+      this.answered503++;
+      const retry = this.retryAfter === undefined ? '' : `Retry-After: ${this.retryAfter}\r\n`;
+      client.end(
+        `HTTP/1.1 503 Service Unavailable\r\n${retry}Content-Type: text/plain\r\nContent-Length: 12\r\n` +
+          'Connection: close\r\n\r\nno upstream\n',
+      );
+    });
   }
 
   private cut(sockets: Socket[]): void {
