@@ -147,8 +147,10 @@ napi_value hash_writer(napi_env env, napi_callback_info info) {
     EVP_MD_CTX_free(w->md);
     free(w);
     /* The code tells the HTTP layer a lack of descriptors (503) from a bug. */
+    int out = errno == EMFILE || errno == ENFILE;
     napi_throw_error(env, errno == EMFILE ? "EMFILE" : errno == ENFILE ? "ENFILE" : "EBADF",
-                     "hashWriter: cannot duplicate the file's descriptor");
+                     out ? "hashWriter: no descriptor left to duplicate the file's"
+                         : "hashWriter: bad descriptor");
     return NULL;
   }
   if (direct) try_direct(w);

@@ -114,6 +114,8 @@ describe('README shell examples', () => {
       REMESSA_BASE_URL: `http://localhost:${port}/v1`,
       REMESSA_LOG_LEVEL: 'warn',
     };
+    // The scratch directory the skipped serve block makes (HOME is the test's directory).
+    await mkdir(path.join(dir, 'remessa-try'));
     server = spawn(process.execPath, [path.join(ROOT, 'bin/remessa.js'), 'serve'], {
       env: { ...process.env, ...env },
       stdio: 'ignore',

@@ -117,7 +117,9 @@ describe('loadConfig', () => {
     assert.equal(c.recipientPin, true);
     assert.equal(c.pinSeconds, 180);
     assert.equal(c.notifyRetrySeconds, 5);
-    assert.equal(c.notifyMaxAttempts, 5);
+    // Not the design's 5 attempts (~75 s of outage lost every message): docs/decisions.md.
+    assert.equal(c.notifyMaxAttempts, 0);
+    assert.equal(c.notifyRetryHours, 24);
     assert.equal(c.smtpUrl, null);
     assert.equal(c.smsProvider, null);
     assert.equal(c.templatesDir, null);
