@@ -1,4 +1,4 @@
-// Basic vs Bearer: median latency of sequential 4 KiB uploads with each (issue 13 target: Basic
+// Basic vs Bearer: median latency of sequential 4 KiB uploads with each (target: Basic
 // ≤ 1.5× Bearer, thanks to the verified-credential cache). One `remessa serve` (SQLite, or
 // PostgreSQL with --pg), one keep-alive client; each round runs both schemes back to back, the
 // order alternating between rounds, so both see the same machine load. Bearer is the reference.

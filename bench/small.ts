@@ -1,4 +1,4 @@
-// Small-request benchmark (issue 13): many small downloads and uploads from many clients, Remessa
+// Small-request benchmark: many small downloads and uploads from many clients, Remessa
 // next to nginx serving the same file in the same run, with wrk as the client.
 // `npm run build && npm run bench -- small [--rounds 3] [--duration 8]`. Within a round, nginx is
 // measured before and after the others (their reference: the mean of the two); ratios are taken
@@ -332,7 +332,7 @@ end
       console.log(`# round ${round} (load ${os.loadavg()[0]!.toFixed(2)})`);
       // Each workload: nginx before and after the bare Node floor and the Remessa instances, on the
       // same file; their reference is the mean of the two. This VM's speed drifts by a third within
-      // a minute (session 18: nginx 29,000-46,000 req/s in one run), so one nginx measurement at
+      // a minute (nginx 29,000-46,000 req/s in one run), so one nginx measurement at
       // one end of the round made the ratio depend on which end was the fast one.
       const pair = (
         workload: string,

@@ -1,4 +1,4 @@
-// Resumable uploads (tus, issue 14) next to POST /upload: one file (default 1 GiB) sent to one
+// Resumable uploads (tus) next to POST /upload: one file (default 1 GiB) sent to one
 // `remessa serve` (SQLite, local storage) as
 //   - POST /upload (octet-stream), the reference,
 //   - tus in one PATCH (creation, then the whole body),

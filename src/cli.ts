@@ -447,7 +447,7 @@ webhook
     });
   });
 
-// The client side (issue 14): talks to a server over HTTP, never to a database.
+// The client side: talks to a server over HTTP, never to a database.
 const serverOption = () => new Option('--server <url>', 'server API base URL (default: REMESSA_SERVER)');
 
 program

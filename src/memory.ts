@@ -13,7 +13,7 @@
 //    small server heap (~20 MB) its dynamic factor often left less headroom than the young
 //    generation holds, and then it started incremental marking again after every second
 //    scavenge: 60-70 full collections per GiB uploaded, ~3 s of CPU, upload rate halved
-//    (docs/benchmarks.md, finding 9). A fixed growing factor of 2 ends that; the flag is read
+//    (docs/benchmarks.md, "Large transfers"). A fixed growing factor of 2 ends that; the flag is read
 //    at every collection, so setting it at run time works.
 import v8 from 'node:v8';
 import vm from 'node:vm';

@@ -59,23 +59,23 @@ export interface Services {
   /** Start-up recovery, the sweeper's storage pass and `remessa storage check`. */
   reconciler: StorageReconciler;
   files: FileService;
-  /** Persistent outbox: e-mail and SMS with retries (DESIGN §5). */
+  /** Persistent outbox: e-mail and SMS with retries. */
   notify: NotificationService;
-  /** Password recovery and first access (DESIGN §6). */
+  /** Password recovery and first access. */
   recovery: RecoveryService;
-  /** Recipient links: PIN gate, PIN sending, link info (DESIGN §5). */
+  /** Recipient links: PIN gate, PIN sending, link info. */
   secureLinks: SecureLinks;
-  /** Upload recipients: their links and messages, and sending one again (issue 16). */
+  /** Upload recipients: their links and messages, and sending one again. */
   recipients: RecipientNotifier;
-  /** Delivery tracking: per recipient, message status and downloads (issue 16). */
+  /** Delivery tracking: per recipient, message status and downloads. */
   tracking: DeliveryTracker;
-  /** Webhook subscriptions; events are made from audit rows (issue 16). */
+  /** Webhook subscriptions; events are made from audit rows. */
   webhooks: WebhookService;
-  /** What GET {base}/readyz checks: the database and the blob store answer (issue 15). */
+  /** What GET {base}/readyz checks: the database and the blob store answer. */
   readiness: Readiness;
-  /** Prometheus series (issue 15); served only when REMESSA_METRICS_PORT is set. */
+  /** Prometheus series; served only when REMESSA_METRICS_PORT is set. */
   metrics: Metrics;
-  /** Resumable (tus) uploads (issue 14). */
+  /** Resumable (tus) uploads. */
   uploads: UploadService;
   /** Jobs `remessa serve` runs in the background (each domain adds its own). */
   jobs: BackgroundJob[];

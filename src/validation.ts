@@ -1,4 +1,4 @@
-// Value rules shared by the CLI, the API and the portal (DESIGN §3, §5).
+// Value rules shared by the CLI, the API and the portal.
 import { LANGS, type Lang } from './config.js';
 import { badRequest } from './errors.js';
 import { isEmail, listItems, normalizeMobile, USER_NAME } from './validation-rules.js';

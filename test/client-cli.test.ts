@@ -1,4 +1,4 @@
-// The command-line client (issue 14): `remessa login/send/get/logout` run as the real binary
+// The command-line client: `remessa login/send/get/logout` run as the real binary
 // against a real server, through a proxy that cuts the connection in either direction.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';

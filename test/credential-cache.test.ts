@@ -1,4 +1,4 @@
-// The verified-credential cache for Basic auth (issue 13): a second request with the same name and
+// The verified-credential cache for Basic auth: a second request with the same name and
 // password skips argon2, and a password change, disable, removal or lock ends that at once, also
 // when it happens on another instance (or in the CLI) sharing the database. Run against two
 // instances on one SQLite file and two instances on one PostgreSQL database. Logouts likewise.

@@ -1,4 +1,4 @@
-// curl, a client nobody here wrote, through issue 3's "done when": upload into another user's
+// curl, a client nobody here wrote, through the whole transfer: upload into another user's
 // area with a Bearer token, that user lists it and downloads it byte-identical, resuming an
 // interrupted download with Range (`curl -C -`).
 import assert from 'node:assert/strict';

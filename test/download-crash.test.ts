@@ -1,4 +1,4 @@
-// kill -9 under download load (issue 13, issue 11 #10): every download whose response reached the
+// kill -9 under download load: every download whose response reached the
 // client has its audit row after a restart, because the row is committed before the first byte.
 // The real server runs as a child process, on SQLite and (when reachable) on PostgreSQL.
 import assert from 'node:assert/strict';

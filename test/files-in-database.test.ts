@@ -1,4 +1,4 @@
-// Small uploads kept in the database (issue 13; docs/decisions.md, "Small files in the database"):
+// Small uploads kept in the database (docs/decisions.md, "Small files in the database"):
 // contents whose Content-Length is at most REMESSA_INLINE_MAX_SIZE commit with their row, in one
 // transaction, instead of a blob file. Every download feature works on them as on blobs, nothing
 // is left behind by a failure or a purge, and damage is still detected. SQLite and PostgreSQL.

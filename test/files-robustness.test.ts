@@ -1,4 +1,4 @@
-// Nothing lost, nothing half-written (issue 3 robustness): size limit mid-stream, client abort, a
+// Nothing lost, nothing half-written: size limit mid-stream, client abort, a
 // full disk, kill -9 mid-upload, and damaged contents detected on download.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';

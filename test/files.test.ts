@@ -1,4 +1,4 @@
-// Upload, download, lists and the area → backup → purge lifecycle over real HTTP (issue 3).
+// Upload, download, lists and the area → backup → purge lifecycle over real HTTP.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { connect } from 'node:net';

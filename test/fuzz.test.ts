@@ -1,4 +1,4 @@
-// The fuzz suite in `npm test` (issue 11): every property with a fixed seed and a bounded count,
+// The fuzz suite in `npm test`: every property with a fixed seed and a bounded count,
 // so a run is repeatable and stays well under a minute. `npm run fuzz -- --count N` runs longer.
 import { after, before, describe, test } from 'node:test';
 import { assertAlive, assertNothingLeft, startFuzzTarget } from './fuzz/harness.js';

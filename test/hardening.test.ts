@@ -1,4 +1,4 @@
-// Issue 11: no client can crash, starve or probe the server. Each test here reproduces one defect
+// No client can crash, starve or probe the server. Each test here reproduces one defect
 // found by an attack on a clean clone (and failed before its fix): raw sockets send what no HTTP
 // library would — short bodies, half-closes, resets, slow bytes, odd spellings.
 import assert from 'node:assert/strict';
@@ -144,7 +144,7 @@ describe('bodies an upload route does not stream', () => {
 
   // Fastify's parsers read JSON, text and form bodies whole, before authentication, up to the
   // route's limit (the file-size limit): 600 MB of text from anyone ended the process (a string
-  // too long for V8). Found by a probe helper.
+  // too long for V8). Found by a probe.
   const refused: [string, string, string, number][] = [
     ['POST', '/upload?file=x.bin', 'application/json', 400],
     ['POST', '/upload?file=x.bin', 'text/plain', 400],

@@ -1,4 +1,4 @@
-// Probes (issue 15): /healthz answers while the process runs; /readyz answers 200 while the
+// Probes: /healthz answers while the process runs; /readyz answers 200 while the
 // database and the blob store answer, and 503 naming the part that does not. PostgreSQL and the
 // S3 gateway are shared by every test, so they are taken away from one server only, behind a TCP
 // proxy the test stops and starts again.

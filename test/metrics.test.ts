@@ -1,4 +1,4 @@
-// Prometheus metrics (issue 15): off by default; with REMESSA_METRICS_PORT a separate listener
+// Prometheus metrics: off by default; with REMESSA_METRICS_PORT a separate listener
 // serves a text scrape that an independent parser reads, with the series docs/operations.md lists
 // and label values that are route templates, never raw URLs, user names or tokens.
 import assert from 'node:assert/strict';

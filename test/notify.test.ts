@@ -267,7 +267,7 @@ describe('file names in SMS', () => {
 });
 
 describe('a send that outlasts its lease', () => {
-  // Found by a review helper: an SMTP server answering each command after 28 s made one send last
+  // Found by a durability review: an SMTP server answering each command after 28 s made one send last
   // ~140 s; at 120 s another instance took the message and sent it again.
   const lease = 120_000;
 

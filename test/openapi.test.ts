@@ -1,4 +1,4 @@
-// The API in a standard form (issue 15): {base}/openapi.json is OpenAPI 3.1 that an independent
+// The API in a standard form: {base}/openapi.json is OpenAPI 3.1 that an independent
 // validator accepts, with every endpoint of interface.md and every extension, the named shapes,
 // security schemes and an example per response; Swagger UI renders it in Chromium under the
 // strict CSP, from the package's own files. (That every response the suite sees matches the

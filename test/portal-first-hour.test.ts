@@ -1,4 +1,4 @@
-// The portal items a new user ran into in the first hour (issue 15), in Debian's Chromium: on a
+// The portal items a new user ran into in the first hour, in Debian's Chromium: on a
 // phone the Download button no longer breaks mid-word; a send the browser can already tell is
 // wrong is refused before anything is sent, in the page's language; a refusal by the server is
 // translated, shows an empty bar and keeps the chosen files so a corrected send works; the PIN for

@@ -1,5 +1,5 @@
-// The portal's send page (tus-js-client) in Debian's Chromium with the network failing under it
-// (issue 14): the cut proxy sits between the browser and the server, so the page itself, the
+// The portal's send page (tus-js-client) in Debian's Chromium with the network failing under it:
+// the cut proxy sits between the browser and the server, so the page itself, the
 // sign-in and every tus request go through it. One upload is cut mid-body and must carry on by
 // itself; another is interrupted by a reload and must continue from the server's offset once the
 // same file is chosen again. Screenshots go to test-results/portal/resume-*.png.

@@ -1,4 +1,4 @@
-// Delivery tracking in the portal (issue 16), in Debian's Chromium: on the sender's My files list a
+// Delivery tracking in the portal, in Debian's Chromium: on the sender's My files list a
 // recipient goes from waiting to sent to downloaded, a failed SMS shows why, and "Resend" sends it
 // again successfully. Real SMTP and SMS peers; screenshots under test-results/portal/.
 import assert from 'node:assert/strict';

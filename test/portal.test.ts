@@ -203,7 +203,7 @@ describe('portal in a real browser', { skip: browserSkip() }, () => {
     await checkPage(o, 'send');
     await page.setViewportSize({ width: 1280, height: 800 });
     let calls = 0;
-    // Uploads are tus (issue 14): creation requests are checked here, then go to the real server.
+    // Uploads are tus: creation requests are checked here, then go to the real server.
     await page.route(at('/v1/uploads'), async (route) => {
       if (route.request().method() !== 'POST') return route.continue();
       calls += 1;

@@ -1,6 +1,6 @@
 // Every shell example of the README runs, in order, as one bash script against a real
-// `remessa serve` on a fresh data directory (issue 15): the README was followed literally by a new
-// user and some commands failed. Only the addresses change (free ports instead of 8080/8090);
+// `remessa serve` on a fresh data directory: a new user follows the README literally,
+// so every command must work. Only the addresses change (free ports instead of 8080/8090);
 // `remessa` runs this checkout's bin (as `npm link` installs it), the scratch directory is a
 // temporary one, and curl fails on an HTTP error, so an example that
 // answers 4xx/5xx fails the test. A block can opt out only with a visible

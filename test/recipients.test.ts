@@ -1,4 +1,4 @@
-// Recipients and secure links end to end (issue 4, DESIGN §5): real HTTP, a real SMTP server
+// Recipients and secure links end to end: real HTTP, a real SMTP server
 // (smtp-server + mailparser) and a real HTTP SMS webhook. Links and PINs are read from what the
 // recipients actually receive.
 import assert from 'node:assert/strict';

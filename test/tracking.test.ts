@@ -1,4 +1,4 @@
-// Delivery tracking over HTTP (issue 16): the sender sees each recipient go from pending to sent
+// Delivery tracking over HTTP: the sender sees each recipient go from pending to sent
 // to downloaded, a failed message with its reason, and resends it; real SMTP and SMS peers.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';

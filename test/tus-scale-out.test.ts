@@ -1,4 +1,4 @@
-// Resumable uploads across two stateless instances on PostgreSQL + S3 (issue 14): tus-js-client
+// Resumable uploads across two stateless instances on PostgreSQL + S3: tus-js-client
 // sends 300 MiB through a proxy that drops the connection every 50 MiB and sends each new
 // connection to the other instance, so every resumption continues on an instance that did not
 // take the bytes before it.

@@ -1,4 +1,4 @@
-// Resumable uploads (tus 1.0, issue 14) over real HTTP, with the official tus-js-client.
+// Resumable uploads (tus 1.0) over real HTTP, with the official tus-js-client.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';

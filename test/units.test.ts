@@ -95,7 +95,7 @@ describe('loadConfig', () => {
     assert.fail(`no ConfigError for ${JSON.stringify(env)}`);
   };
 
-  test('defaults are the DESIGN §1 values', () => {
+  test('defaults are the documented values', () => {
     const c = loadConfig({});
     assert.equal(c.port, 8080);
     assert.equal(c.host, '0.0.0.0');
@@ -290,7 +290,7 @@ describe('redactUrl', () => {
     );
   });
 
-  test('masks token-shaped values however they are spelled (issue 11)', () => {
+  test('masks token-shaped values however they are spelled', () => {
     const token = 'A'.repeat(20) + 'b_-c'.repeat(6);
     const jwt = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl';
     for (const url of [

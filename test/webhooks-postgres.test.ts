@@ -1,4 +1,4 @@
-// Webhooks with two instances on one PostgreSQL database (issue 16): events made on either
+// Webhooks with two instances on one PostgreSQL database: events made on either
 // instance, both delivering at once: each event id reaches the receiver exactly once, and the
 // events of each file in the order they happened.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Signed webhooks end to end (issue 16): a real HTTP receiver verifies every signature; events of
+// Signed webhooks end to end: a real HTTP receiver verifies every signature; events of
 // every type arrive in order per file and exactly once per event id, across a receiver outage of
 // a minute and a restart of Remessa; private targets are refused; 410 disables a subscription.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// The audit trail: one row per security- or transfer-relevant event (DESIGN §7).
+// The audit trail: one row per security- or transfer-relevant event (docs/operations.md).
 import { sql } from 'kysely';
 import type { Clock } from '../clock.js';
 import { prepare } from '../db/compiled.js';
@@ -250,7 +250,7 @@ export class AuditLog {
   /** The newest rows query() reads, newest first (a test checks which index serves it). */
   selection(filter: AuditFilter = {}) {
     let q = this.db.selectFrom('audit').selectAll();
-    // User names match case-insensitively everywhere (DESIGN §3), so `--user user1` finds USER1
+    // User names match case-insensitively everywhere, so `--user user1` finds USER1
     // (through the index on lower(user_name) of the rows that have one, migrations 0019 and 0021).
     if (filter.user)
       q = q

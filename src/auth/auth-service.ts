@@ -1,4 +1,4 @@
-// Credentials, bearer tokens, lockout and revocation (DESIGN §3). Knows nothing of HTTP.
+// Credentials, bearer tokens, lockout and revocation. Knows nothing of HTTP.
 import { errors as joseErrors, jwtVerify, SignJWT } from 'jose';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { Clock } from '../clock.js';

@@ -1,4 +1,4 @@
-// Persistence of password-change links (table `change_tokens`, DESIGN §6): looked up by the
+// Persistence of password-change links (table `change_tokens`): looked up by the
 // SHA-256 of their token; consumed with a conditional UPDATE so one request wins.
 import type { Db } from '../db/database.js';
 import type { ChangeTokenRow } from '../db/schema.js';

@@ -1,4 +1,4 @@
-// Password recovery and first access (DESIGN §6). A change token (256 random bits, stored as its
+// Password recovery and first access. A change token (256 random bits, stored as its
 // SHA-256) is the key of the link; a 6-digit PIN e-mailed to the user (stored as an HMAC) proves
 // the mailbox. Knows nothing of HTTP.
 import type { AuditLog } from '../audit/audit-log.js';
@@ -25,7 +25,7 @@ export interface RecoveryOptions {
   baseUrl: string;
   defaultLang: Lang;
   pinSeconds: number;
-  /** Lifetime of a change link (DESIGN §6: 30 minutes). */
+  /** Lifetime of a change link (30 minutes). */
   linkSeconds?: number;
   /** Wrong PINs before the link dies. */
   maxPinFailures?: number;

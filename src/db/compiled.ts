@@ -1,6 +1,6 @@
 // Queries built and compiled once, run many times with new parameter values. Kysely otherwise
 // rebuilds the query tree and recompiles its SQL on every call, which was about half the CPU of a
-// small request (issue 13); hot paths (authentication on every request) use this instead.
+// small request; hot paths (authentication on every request) use this instead.
 import type SQLite from 'better-sqlite3';
 import { type Compilable, type CompiledQuery, SelectQueryNode } from 'kysely';
 import type { Db } from './database.js';
@@ -32,7 +32,7 @@ interface QueuedRead {
  * Prepared reads on the database itself share one read transaction per turn of the event loop.
  * In WAL mode each statement outside a transaction begins and ends a read transaction of its own
  * (read-mark locks in the shared memory, by fcntl): 15-25 µs inside a busy server, against 1-4 µs
- * for the statement itself, and a small download made two such reads (issue 13). Whatever reads
+ * for the statement itself, and a small download made two such reads. Whatever reads
  * are asked for in one turn (requests parsed together) run back to back in one BEGIN…COMMIT, on
  * one snapshot no older than the turn.
  */

@@ -97,7 +97,7 @@ export async function openDatabase(
   // Two batches could take uploads' area locks in opposite orders (a deadlock, found only after
   // deadlock_timeout, then every unit again alone), so a batch takes every lock its units declare,
   // in ascending order, before any unit runs (RunOptions.locks). Four batches at once in one
-  // instance were slower for uploads into one area (docs/benchmarks.md, session 13): they only
+  // instance were slower for uploads into one area (docs/benchmarks.md): they only
   // queue on its lock, in smaller batches. SQLite runs one transaction at a time on its one
   // connection anyway, but a batch keeps its slot while its WAL sync runs: as many batches as
   // syncs may be in flight, so a batch commits while earlier ones wait for the disk.
@@ -112,7 +112,7 @@ export async function openDatabase(
   // for, so on PostgreSQL their batches need not take turns with the others (or with each other).
   // Queued behind an outcome or upload batch, a download's first row waited for several round
   // trips per unit of that batch: 450-650 small downloads/s with one queue, 900-1,100 with this one
-  // (docs/benchmarks.md, session 12). SQLite writes on one connection: nothing to gain there.
+  // (docs/benchmarks.md). SQLite writes on one connection: nothing to gain there.
   const appends =
     dialect === 'postgres'
       ? new GroupCommit(db, { concurrency: 4, dialect, marks: new CommitMarks(db) })

@@ -165,7 +165,7 @@ const changeTokensByUser: Migration = {
 };
 
 // What the blob looked like when written (size, mtime, inode): a download whose blob no longer
-// matches is re-hashed before it is served (DESIGN §4 integrity, docs/benchmarks.md).
+// matches is re-hashed before it is served (integrity checking, docs/decisions.md).
 const filesBlobFingerprint: Migration = {
   async up(db: AnyDb) {
     await db.schema.alterTable('files').addColumn('blob_fingerprint', 'text').execute();
@@ -202,7 +202,7 @@ const rateLimits: Migration = {
       .execute();
   },
 };
-// Issue 16: per-user webhook subscriptions; the outbox remembers its last attempt (delivery
+// Per-user webhook subscriptions; the outbox remembers its last attempt (delivery
 // tracking) and is looked up by file (ordering per file, tracking); download audit rows are read
 // by file for the sender's tracking view.
 const webhooks = (dialect: Dialect): Migration => ({
@@ -225,7 +225,7 @@ const webhooks = (dialect: Dialect): Migration => ({
   },
 });
 
-// Issue 14: resumable (tus) uploads and the chunks they have received so far (src/uploads).
+// Resumable (tus) uploads and the chunks they have received so far (src/uploads).
 const uploads: Migration = {
   async up(db: AnyDb) {
     const big = 'bigint' as const;
@@ -273,7 +273,7 @@ const auditByAddress: Migration = {
   },
 };
 
-// Issue 13: small uploads' contents live in the database, committed in the transaction of their
+// Small uploads' contents live in the database, committed in the transaction of their
 // row (src/files/file-store.ts; docs/decisions.md, "Small files in the database").
 const fileContents = (dialect: Dialect): Migration => ({
   async up(db: AnyDb) {
@@ -290,7 +290,7 @@ const fileContents = (dialect: Dialect): Migration => ({
   },
 });
 
-// `remessa audit --user` matches user names case-insensitively (DESIGN §3), on `lower(user_name)`,
+// `remessa audit --user` matches user names case-insensitively, on `lower(user_name)`,
 // which the index on `(user_name, at)` cannot serve: every such query read the whole trail. An
 // index on the expression itself serves it (SQLite and PostgreSQL alike), and costs each audit
 // row the same as the one it replaces, which no query used. SQLite runs a migration's statements

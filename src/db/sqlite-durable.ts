@@ -2,8 +2,8 @@
 //
 // With synchronous=FULL, every COMMIT fsyncs the WAL inside better-sqlite3's synchronous call: the
 // whole process stops for the disk, a few milliseconds per commit, and nothing else (HTTP parsing,
-// other requests' reads, responses) runs meanwhile. That was the ceiling of small requests
-// (issue 13). Here SQLite runs with synchronous=NORMAL, which in WAL mode writes a commit's frames
+// other requests' reads, responses) runs meanwhile. That was the ceiling of small requests.
+// Here SQLite runs with synchronous=NORMAL, which in WAL mode writes a commit's frames
 // to the WAL file without syncing it, and the caller who wrote is answered only after an
 // fdatasync of that file has completed on libuv's thread pool. The guarantee is FULL's (an
 // acknowledged write is on disk: the WAL holds every committed frame, and checkpoints sync the WAL
@@ -37,8 +37,7 @@ export const WRITES_BEFORE_CHECKPOINT_THREAD = 2_000;
  * fdatasyncs of the WAL running at once: a write after the latest sync began need not wait for it.
  * Durable group commits on SQLite run as many batches at once (db/database.ts), each holding its
  * slot until its sync is done. Four of each were no better on a disk whose sync takes 250-600 µs
- * (docs/benchmarks.md, session 18), nor four syncs behind two batches on one of 80-90 µs (sessions
- * 14 and 17).
+ * (docs/benchmarks.md), nor four syncs behind two batches on one of 80-90 µs.
  */
 export const SYNCS_IN_FLIGHT = 2;
 
@@ -61,7 +60,7 @@ class WalSync {
     while (this.synced < seq) {
       let covering = [...this.running].find((sync) => sync.upTo >= seq);
       // One more sync at once (up to SYNCS_IN_FLIGHT) rather than after the one under way: a
-      // small download then cost ~20% less CPU (docs/benchmarks.md, session 11).
+      // small download then cost ~20% less CPU (docs/benchmarks.md).
       if (!covering && this.running.size < SYNCS_IN_FLIGHT) covering = this.syncOnce();
       // A failed sync (EIO) fails its waiters; the next wait tries a new one.
       await (covering?.done ?? Promise.race([...this.running].map((sync) => sync.done)));

@@ -1,4 +1,4 @@
-// Files in user areas: storing uploads, resolving download tokens, listing areas (DESIGN §4).
+// Files in user areas: storing uploads, resolving download tokens, listing areas.
 // Knows nothing of HTTP: routes hand it streams and present what it returns.
 
 import { Readable } from 'node:stream';
@@ -48,7 +48,7 @@ export interface UploadRequest {
   queryName: string | undefined;
   message: string | null;
   remote: string | null;
-  /** query `m` / `c`: each gets a link of their own per file (DESIGN §5) */
+  /** query `m` / `c`: each gets a link of their own per file */
   recipients?: Recipients;
 }
 

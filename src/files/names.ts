@@ -1,6 +1,5 @@
-// File names as users send them, made safe to store and to offer back in Content-Disposition
-// (DESIGN §4): no path parts, no control characters, no Windows device names, at most 255 UTF-8
-// bytes.
+// File names as users send them, made safe to store and to offer back in Content-Disposition:
+// no path parts, no control characters, no Windows device names, at most 255 UTF-8 bytes.
 import { badRequest } from '../errors.js';
 
 // C0/C1 controls, DEL, and Unicode bidi overrides (which can disguise an extension).

@@ -1,11 +1,11 @@
-// Recipients of an upload (DESIGN §5, issue 4): query `m` (e-mails) and `c` (mobiles) announce
+// Recipients of an upload (docs/notifications.md): query `m` (e-mails) and `c` (mobiles) announce
 // every uploaded file; each recipient gets a link of their own (own token, kind 'recipient') and a
 // 'file-link' message in the uploader's language. Everything happens inside the upload
 // transaction (hook registered with FileService.onUpload): the file rows, the links and the
 // outbox rows commit or roll back together. The caller kicks the outbox after the commit.
 // Also sends the optional confirmation to the uploader when a recipient downloads
 // (REMESSA_NOTIFY_SENDER, hook registered with FileService.onDownload), and sends a recipient's
-// message again on the sender's request (issue 16, rate-limited).
+// message again on the sender's request (rate-limited).
 import type { AuditLog } from '../audit/audit-log.js';
 import type { Clock } from '../clock.js';
 import type { Config, Lang } from '../config.js';

@@ -1,4 +1,4 @@
-// Secure links (DESIGN §5): a recipient link downloads only with a PIN sent to that recipient.
+// Secure links (docs/portal.md): a recipient link downloads only with a PIN sent to that recipient.
 // - gate(): called by the download routes before a byte is sent. Owner links pass; recipient links
 //   (with REMESSA_RECIPIENT_PIN on) need `p`. No `p` → 403 without any write (mail scanners
 //   prefetch links). A PIN stays valid for its whole lifetime, so a resumed (Range) download works
@@ -24,11 +24,11 @@ import type { FileWithLink } from './file-store.js';
 import type { LinkStore } from './link-store.js';
 
 export interface SecureLinkOptions {
-  /** Wrong PINs in a row that lock a link (DESIGN §5: five). */
+  /** Wrong PINs in a row that lock a link (five). */
   maxPinFailures: number;
-  /** How long a locked link stays locked (DESIGN §5: 15 minutes). */
+  /** How long a locked link stays locked (15 minutes). */
   lockSeconds: number;
-  /** Minimum gap between two PINs sent for one link (DESIGN §5: 60 s). */
+  /** Minimum gap between two PINs sent for one link (60 s). */
   resendSeconds: number;
 }
 

@@ -1,4 +1,4 @@
-// Delivery tracking (issue 16): for each recipient of a file, whether the announcement went out
+// Delivery tracking: for each recipient of a file, whether the announcement went out
 // and whether they downloaded. Nothing new is written for it: the recipient links, the outbox rows
 // of their 'file-link' messages and the download audit rows already hold the story; this reads
 // them per page of files (three indexed queries however many files the page holds).

@@ -4,7 +4,7 @@
 // polls a listening socket. Under load a turn serves every busy connection and lasts tens to
 // hundreds of milliseconds, so a thousand clients arriving together are accepted over many
 // seconds: in 1 MiB downloads at 1,000 connections, 300 of them were still in the kernel's queue
-// 4 s into the run, and those clients made the p99 (docs/benchmarks.md, session 16). After libuv
+// 4 s into the run, and those clients made the p99 (docs/benchmarks.md). After libuv
 // accepts one, the native module takes the rest that are waiting (up to a bound per turn), and each
 // becomes a socket as Node's own accept makes it for an HTTP server. Without the native module (or
 // with one built before it had this), libuv's pace.

@@ -95,7 +95,7 @@ export function sendError(
   const { baseUrl } = request.server.services.config;
   // A download that failed after its headers were prepared (a damaged file found by the hash
   // check) must not answer the envelope under the file's type, length and name: the client got
-  // `{}` cut to the file's Content-Length. (Found by the response check of issue 15.)
+  // `{}` cut to the file's Content-Length. (Found by the tests' check of every response.)
   for (const name of ['content-length', 'content-type', 'content-disposition']) reply.removeHeader(name);
   if (request.routeOptions.config?.oauth) {
     return reply
@@ -226,7 +226,7 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
   app.decorateRequest('user', null);
   app.decorateRequest('session', null);
 
-  // Interface §4 writes the header as `Content_type`; treat it as Content-Type (DESIGN §2).
+  // Interface §4 writes the header as `Content_type`; treat it as Content-Type (docs/decisions.md).
   // It wins over a missing Content-Type or the text/plain that HTTP libraries add to string bodies,
   // but never replaces a real Content-Type (which may carry the multipart boundary).
   // (The hooks every request runs take Fastify's callback form: an async hook costs a promise and a
@@ -424,7 +424,7 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
     },
     { prefix: config.apiPath },
   );
-  // Browser pages live at the parent of the API path (DESIGN §1), outside the API prefix.
+  // Browser pages live at the parent of the API path, outside the API prefix.
   await app.register(portalRoutes);
 
   return app;

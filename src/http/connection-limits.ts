@@ -1,4 +1,4 @@
-// Limits that keep one client from holding the server (issue 11, docs/security.md): a time limit on
+// Limits that keep one client from holding the server (docs/security.md): a time limit on
 // request bodies, and a cap on the connections one peer address may hold. Node bounds the header
 // phase itself (headersTimeout) but has no body timeout that would not also cut long uploads, and
 // no per-peer limit at all. Also where Node would answer bare or cut the connection: the request
@@ -429,7 +429,7 @@ const MAX_PIPELINED = 16;
  * for a response that had no socket yet (Node stops parsing only when written bytes pile up, and
  * sendfile writes behind its back), and such a response never closed when the client went away:
  * 300 GETs on one connection held 301 open files and ~1 GB until a garbage collection (found by a
- * probe helper). A request whose connection closes before its turn never runs. Past
+ * probe with raw sockets). A request whose connection closes before its turn never runs. Past
  * MAX_PIPELINED waiting, the connection is closed.
  */
 export function serializePipelining(app: FastifyInstance): void {

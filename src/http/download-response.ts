@@ -154,7 +154,7 @@ export async function sendStoredFile(
     return { complete: false, bytes: 0, range: null };
   }
 
-  // Integrity (DESIGN §4): the blob must still be the one written. A changed fingerprint (rewritten,
+  // Integrity: the blob must still be the one written. A changed fingerprint (rewritten,
   // touched, restored from backup) means re-hashing it all before the first byte, so damage is a
   // clean 500 instead of wrong bytes; an unchanged blob streams at full speed.
   // A small file is read whole with its stat (one open, one read) and answered from that buffer.

@@ -1,5 +1,5 @@
-// The File entry of interface §2.3 (plus `sha256` and `expires`, DESIGN §4, and for the owner
-// `recipients` when the file was announced to someone, issue 16), in one place.
+// The File entry of interface §2.3 (plus `sha256` and `expires`, and for the owner
+// `recipients` when the file was announced to someone), in one place.
 import type { FileWithToken } from '../files/file-service.js';
 import type { RecipientStatus } from '../files/tracking.js';
 

@@ -1,5 +1,5 @@
 // Go's time.Time.String() for the envelope `time` field, e.g.
-// "2022-06-13 19:37:52.366591 -0300 -03 m=+25968.263316625" (DESIGN §2).
+// "2022-06-13 19:37:52.366591 -0300 -03 m=+25968.263316625".
 import { performance } from 'node:perf_hooks';
 
 const pad = (n: number, w = 2) => String(Math.trunc(Math.abs(n))).padStart(w, '0');

@@ -14,7 +14,7 @@ const DRAIN_LIMIT = 64 * 1024 * 1024;
 export function detachedBody(req: IncomingMessage): Readable {
   // A small buffer on purpose: with 1 MiB, chunks lived long enough to be promoted out of V8's
   // young generation, and raw uploads then cost a full collection every ~16 MiB
-  // (docs/benchmarks.md, finding 4).
+  // (docs/benchmarks.md, "Large transfers").
   const body = new PassThrough({ highWaterMark: 64 * 1024 });
   // The store reports the failure through its own pipeline; once that has settled nobody listens,
   // and a late error must not become an uncaught exception that ends the process.

@@ -1,4 +1,4 @@
-// The response shapes of the API, written once (issue 15): route schemas (and so openapi.json),
+// The response shapes of the API, written once: route schemas (and so openapi.json),
 // the test suite's check of every response it sees, and the portal's API client types all come
 // from here. They document and check; they never serialize: app.ts keeps JSON.stringify as the
 // serializer, so the bytes on the wire stay exactly those of the presenters (interface.md).

@@ -1,4 +1,4 @@
-// Persistent outbox (DESIGN §5). enqueue() renders a message in the recipient's language and
+// Persistent outbox (docs/notifications.md). enqueue() renders a message in the recipient's language and
 // stores it sealed, in the caller's transaction when given one, so a file row and its
 // notifications commit together. The 'outbox' background job claims due messages with a lease
 // (safe across several instances), sends them and retries with capped exponential backoff

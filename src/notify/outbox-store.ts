@@ -1,4 +1,4 @@
-// Persistence of the outbox (table `outbox`, DESIGN §5): messages waiting, claimed with a lease,
+// Persistence of the outbox (table `outbox`, docs/notifications.md): messages waiting, claimed with a lease,
 // sent or failed. A claim is a conditional UPDATE, so of several instances exactly one wins it.
 
 import type { ExpressionBuilder } from 'kysely';

@@ -1,4 +1,4 @@
-// Message templates per language (DESIGN §5): templates/<lang>/<kind>.txt holds the e-mail (first
+// Message templates per language (docs/notifications.md): templates/<lang>/<kind>.txt holds the e-mail (first
 // line `Subject: …`, then the body); templates/<lang>/<kind>.sms.txt the short SMS text. Any file
 // may be overridden by the same relative path under REMESSA_TEMPLATES_DIR. Files are read on each
 // render, so an operator's edit applies without a restart.

@@ -1,5 +1,5 @@
 // Transports: how a rendered message leaves the building. E-mail goes over SMTP (nodemailer);
-// SMS goes to Twilio's REST Messages API or to a plain JSON webhook (DESIGN §5). A transport
+// SMS goes to Twilio's REST Messages API or to a plain JSON webhook (docs/notifications.md). A transport
 // throws on failure; the outbox decides about retries.
 import type { Transporter } from 'nodemailer';
 import { type Config, ConfigError } from '../config.js';

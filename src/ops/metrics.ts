@@ -1,4 +1,4 @@
-// Prometheus metrics (issue 15, docs/operations.md). One registry per server (tests run several
+// Prometheus metrics (docs/operations.md). One registry per server (tests run several
 // servers in one process), served by src/http/metrics-server.ts on REMESSA_METRICS_PORT.
 // Label values are bounded: route templates (never raw URLs), methods, statuses, channels, job
 // names and fixed kinds; never user names, addresses or tokens.

@@ -3,7 +3,7 @@
 // thread pool (native/hashwrite.c), so the JS thread only reads the socket, and the writes bypass
 // the page cache (O_DIRECT) where the filesystem allows; without it, a Transform hashes on the JS
 // thread in front of a write stream. Writes through the page cache start writeback early.
-// Figures: docs/benchmarks.md, findings 2 (writeback), 7 (hashing) and 8 (O_DIRECT).
+// Figures: docs/benchmarks.md, "Large transfers".
 import { createWriteStream } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { type Readable, Writable } from 'node:stream';
@@ -26,7 +26,7 @@ export interface WrittenUpload {
  * the stream. With the native module it is sync_file_range(SYNC_FILE_RANGE_WRITE) every 8 MiB,
  * which starts writeback without the device cache flush of an fdatasync; without it, an fdatasync
  * every 64 MiB (more often, those flushes cost more than they save). Figures: docs/benchmarks.md,
- * finding 2.
+ * "Large transfers".
  */
 class EarlyWriteback {
   private readonly every: number;

@@ -1,4 +1,4 @@
-// Resumable uploads (tus 1.0, issue 14), without HTTP: src/http/routes/uploads.ts speaks the
+// Resumable uploads (tus 1.0), without HTTP: src/http/routes/uploads.ts speaks the
 // protocol and hands this service streams. Design (docs/decisions.md):
 // - Each PATCH streams its bytes into a blob of their own (a chunk) through the BlobWriter, under a
 //   write intent, and commits "chunk row + new offset" in one transaction: the offset a client is

@@ -1,4 +1,4 @@
-// User accounts: creation, settings, passwords, enable/disable, removal (DESIGN §3).
+// User accounts: creation, settings, passwords, enable/disable, removal.
 // Every change that should end existing sessions bumps token_generation.
 import type { AuditLog } from '../audit/audit-log.js';
 import { hashPassword } from '../auth/passwords.js';

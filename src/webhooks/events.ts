@@ -1,4 +1,4 @@
-// Webhook event types and their JSON (issue 16; schemas in docs/webhooks.md). Every event is
+// Webhook event types and their JSON (schemas in docs/webhooks.md). Every event is
 //   {"id": "evt_…", "type": "file.uploaded", "version": 1, "created": "<ISO 8601>", "data": {…}}
 // `version` changes only when a field changes meaning or goes away; fields may be added.
 // Nothing secret goes in: no download token, PIN or link; addresses are masked.

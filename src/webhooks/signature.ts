@@ -1,4 +1,4 @@
-// Webhook signatures (issue 16), the scheme Stripe and others use:
+// Webhook signatures, the scheme Stripe and others use:
 //   Remessa-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>
 // The timestamp is signed with the body, so a receiver that refuses timestamps older than five
 // minutes cannot be fed a recorded delivery later. Each attempt is signed afresh.

@@ -1,4 +1,4 @@
-// Where a webhook may point (issue 16). By default not at loopback, link-local, private or other
+// Where a webhook may point. By default not at loopback, link-local, private or other
 // special-purpose addresses: a user's subscription must not become a way to reach the server's
 // own network (SSRF). The check runs twice: on the URL when a subscription is made (literal
 // addresses, "localhost"), and on every address DNS gives at delivery time, through the `lookup`

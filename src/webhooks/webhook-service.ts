@@ -1,4 +1,4 @@
-// Webhooks (issue 16): subscriptions, and the making of events. Events are made from the audit
+// Webhooks (docs/webhooks.md): subscriptions, and the making of events. Events are made from the audit
 // rows the domain already writes (an AuditLog tap), with the same database handle, so an event
 // commits or rolls back with the rows it reports (the upload's files and links, an outbox status…)
 // and nothing in the domain calls this module. Each event becomes one outbox row per

@@ -1,4 +1,4 @@
-// The outbox transport of channel 'webhook' (issue 16): POSTs one event body, signed, to the
+// The outbox transport of channel 'webhook': POSTs one event body, signed, to the
 // subscription the outbox row names ('webhook:global' or 'webhook:<id>'). Bounded: 10 s for the
 // whole exchange, at most 64 KiB of answer read, no redirect followed, no private address reached
 // unless allowed (url-safety.ts). A 2xx is success; 410 Gone disables the subscription and ends

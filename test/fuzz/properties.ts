@@ -1,4 +1,4 @@
-// Property-based fuzzing of the HTTP surface (issue 11): queries, headers, multipart framing and
+// Property-based fuzzing of the HTTP surface: queries, headers, multipart framing and
 // raw sockets with half-closes and resets. Shared by the bounded suite in `npm test`
 // (test/fuzz.test.ts) and the long run `npm run fuzz -- --count N` (test/fuzz/run.ts).
 // Every property asserts: the server stays up, every answer is a well-formed envelope (or the

@@ -280,7 +280,7 @@ export async function call(
   return { status: res.status, headers: res.headers, body };
 }
 
-/** Envelope `time`: Go's time.Time.String() with 6 fraction digits (DESIGN §2). */
+/** Envelope `time`: Go's time.Time.String() with 6 fraction digits. */
 export const GO_TIME =
   /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{6} [+-]\d{4} (?:[A-Z]{2,5}|[+-]\d{2}(?:\d{2})?) m=\+\d+\.\d{9}$/;
 export const APIVER = /^v1 \(\d+\.\d+\.\d+\)$/;

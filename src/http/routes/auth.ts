@@ -1,4 +1,4 @@
-// Token endpoint, login and logout (interface §4.1, §4.5; DESIGN §6 logout).
+// Token endpoint, login and logout (interface §4.1, §4.5; logout is ours).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { badRequest } from '../../errors.js';

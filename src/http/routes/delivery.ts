@@ -1,4 +1,4 @@
-// (ext) Delivery tracking for the sender (issue 16): GET {base}/download/status?k=<owner token>
+// (ext) Delivery tracking for the sender (docs/webhooks.md): GET {base}/download/status?k=<owner token>
 // lists the file's recipients (message status, downloads); POST {base}/download/resend?k=…&to=…
 // sends one recipient's message again. The owner's link token is the credential, as for the
 // download itself; limited per client address as the other anonymous link endpoints.

@@ -1,4 +1,4 @@
-// Upload, download, backup download and area lists (interface §4.2–4.4, DESIGN §4).
+// Upload, download, backup download and area lists (interface §4.2–4.4).
 
 import type { IncomingMessage } from 'node:http';
 import multipart, { type Multipart } from '@fastify/multipart';
@@ -135,7 +135,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
       headerPairs: 100,
     },
   });
-  // A raw body (DESIGN §4 ext) is never buffered: the route streams request.raw itself
+  // A raw body (an extension of the interface) is never buffered: the route streams request.raw itself
   // (detachedBody), so the parser only has to let the request through.
   app.addContentTypeParser('application/octet-stream', (_request, _payload, done) => done(null, undefined));
 

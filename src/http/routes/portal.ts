@@ -1,4 +1,4 @@
-// The browser portal (issue 5), served by `remessa serve` itself at config.portalPath (the parent of
+// The browser portal, served by `remessa serve` itself at config.portalPath (the parent of
 // the API path): the HTML shell, the hashed JS/CSS bundle from dist/portal, the recipient landing
 // page for browsers opening a download link, and the password-change page {base}/auth/change.
 // Registered from src/http/app.ts outside the API prefix. See docs/portal.md.
@@ -162,7 +162,7 @@ export async function portalRoutes(app: FastifyInstance): Promise<void> {
     page('landing'),
   );
 
-  // The signed-in user's language, so the portal can speak it (DESIGN: lang query → user → browser).
+  // The signed-in user's language, so the portal can speak it (lang query → user → browser).
   // Not part of the API at {base_url}: left out of openapi.json.
   app.get(
     `${config.portalPath}portal/me`,

@@ -1,4 +1,4 @@
-// Password recovery and first access over HTTP (interface §4.6, §4.7; DESIGN §6). Thin: the
+// Password recovery and first access over HTTP (interface §4.6, §4.7). Thin: the
 // RecoveryService does the work. changeParameters takes k, p, z from the query string or from a
 // JSON or form body; a field present in the body wins over the same field in the query (the
 // browser page posts a body so the password stays out of URLs and access logs).

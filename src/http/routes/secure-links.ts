@@ -1,4 +1,4 @@
-// (ext) Endpoints of secure links (DESIGN §5, docs/portal.md): POST {base}/download/pin?k= sends a
+// (ext) Endpoints of secure links (docs/portal.md): POST {base}/download/pin?k= sends a
 // PIN to the link's recipient; GET {base}/download/info?k= describes the link for the landing page.
 // Thin: SecureLinks does the work. Anonymous, so limited per client address as well.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';

@@ -1,4 +1,4 @@
-// Resumable uploads: the tus 1.0 protocol at {base_url}/uploads (issue 14, docs/decisions.md for
+// Resumable uploads: the tus 1.0 protocol at {base_url}/uploads (docs/decisions.md for
 // why these are our own handlers rather than @tus/server). Core, creation, creation-with-upload,
 // termination, expiration and checksum (sha256). The work is UploadService's; this file only
 // speaks the protocol: headers in, headers out.
@@ -15,7 +15,7 @@ import { fileEntry } from '../file-entry.js';
 import { successEnvelope } from '../presenters.js';
 import { BASIC_OR_BEARER, errors, fileEntryExample, json, successExample } from '../schemas.js';
 
-// openapi.json (issue 15): the tus protocol's answers carry headers, not bodies; errors are envelopes.
+// openapi.json: the tus protocol's answers carry headers, not bodies; errors are envelopes.
 const tusErrors = errors({
   400: 'Bad Upload-Length, Upload-Metadata or Upload-Offset.',
   401: 'No or wrong credentials.',

@@ -1,4 +1,4 @@
-// (ext) The signed-in user's webhook subscriptions (issue 16, docs/webhooks.md):
+// (ext) The signed-in user's webhook subscriptions (docs/webhooks.md):
 // GET {base}/webhooks lists them; POST {base}/webhooks with `url` and optional `events` (JSON or
 // form body) adds one and shows its signing secret once; DELETE {base}/webhooks?id=
 // removes one. Basic or Bearer, like the other per-user endpoints.

@@ -144,7 +144,7 @@ export interface UploadHandle {
 /**
  * One resumable (tus) upload per file, with tus-js-client: a dropped connection is retried from
  * where it stopped, and the upload's address is kept in localStorage so that after a reload the
- * same file, chosen again, continues instead of starting over (issue 14).
+ * same file, chosen again, continues instead of starting over.
  */
 export function uploadFile(
   file: File,

@@ -1,6 +1,6 @@
 // Password recovery and first access (GET {base}/auth/forgetParameters?u=, (ext) /auth/firstaccess?u=)
 // and the change page served at {base}/auth/change?lang=&k= (POST {base}/auth/changeParameters with
-// a JSON body, so passwords stay out of URLs). Statuses per DESIGN §6.
+// a JSON body, so passwords stay out of URLs). Statuses as the API answers them.
 import { ApiError, call, errorText } from '../api.js';
 import { config } from '../config.js';
 import { field, h, notice, pageHeading, put, say, swap, usernameInput } from '../dom.js';
