@@ -294,8 +294,15 @@ export class NotificationService {
     let delivered = false;
     const worker = async () => {
       for (let id = ids.shift(); id !== undefined && !this.stopped; id = ids.shift()) {
-        const row = await this.claim(id);
-        if (row && (await this.deliver(row))) delivered = true;
+        // On an ordered lane a sender that delivered a message goes on with the next of its
+        // sequence: a backlog behind a receiver that came back drains in one pass, not a pass
+        // (and a read of every waiting row) per message.
+        for (let next: number | undefined = id; next !== undefined && !this.stopped; ) {
+          const row = await this.claim(next);
+          if (!row || !(await this.deliver(row))) break;
+          delivered = true;
+          next = ordered ? await this.store.nextInSequence(row, this.clock.now()) : undefined;
+        }
       }
     };
     await Promise.all(Array.from({ length: CONCURRENCY }, worker));

@@ -76,6 +76,27 @@ export class OutboxStore {
     return (ordered ? this.dueInOrderQuery : this.dueQuery).all([channel, now, now, limit]);
   }
 
+  /** The next pending message of `row`'s sequence (channel, recipient, file) due by `now`, if any. */
+  async nextInSequence(
+    row: Pick<OutboxRow, 'id' | 'file_id' | 'recipient' | 'channel'>,
+    now: number,
+  ): Promise<number | undefined> {
+    if (row.file_id === null) return undefined;
+    const next = await this.db
+      .selectFrom('outbox')
+      .select('id')
+      .where('file_id', '=', row.file_id)
+      .where('id', '>', row.id)
+      .where('recipient', '=', row.recipient)
+      .where('channel', '=', row.channel)
+      .where('status', '=', 'pending')
+      .where('next_attempt_at', '<=', now)
+      .orderBy('id')
+      .limit(1)
+      .executeTakeFirst();
+    return next?.id;
+  }
+
   /**
    * Moves the next attempt of the messages waiting behind `id` in its sequence to no earlier than
    * `at`, so that passes do not read them while the first one waits for its retry.
