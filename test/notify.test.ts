@@ -13,7 +13,15 @@ import { NOTIFICATION_KINDS, Templates } from '../src/notify/templates.js';
 import { TwilioTransport } from '../src/notify/transports.js';
 import { bytes, uploadRaw } from './helpers/files.js';
 import { eventually, HttpPeer, MailSink, sleep } from './helpers/peers.js';
-import { basic, call, closing, freePort, startTestServer, type TestServer } from './helpers/server.js';
+import {
+  basic,
+  call,
+  closing,
+  freePort,
+  serverFor,
+  startTestServer,
+  type TestServer,
+} from './helpers/server.js';
 
 const SAMPLE: Record<string, string> = {
   user: 'ana',
@@ -376,77 +384,69 @@ describe('recording a sent message', () => {
 });
 
 describe('outbox', () => {
-  test('enqueue inside a transaction commits or rolls back with the caller', async () => {
-    const t = await startTestServer({ startWorkers: false });
-    try {
-      const { notify, db } = t.server.services;
-      await assert.rejects(
-        inTransaction(db, async (trx) => {
-          await notify.enqueue(trx, smsPin('+5511911111111'));
-          throw new Error('file write failed');
-        }),
-        /file write failed/,
-      );
-      assert.equal((await notify.list()).length, 0, 'rolled back with the caller');
-      const id = await inTransaction(db, (trx) => notify.enqueue(trx, smsPin('+5511922222222')));
-      const [entry] = await notify.list();
-      assert.equal(entry!.id, id);
-      assert.equal(entry!.status, 'pending');
-      const raw = await outboxRow(t, id);
-      assert.ok(!raw.payload.includes('271828'), 'payload is sealed');
-    } finally {
-      await t.close();
-    }
+  test('enqueue inside a transaction commits or rolls back with the caller', async (ctx) => {
+    const t = await serverFor(ctx, { startWorkers: false });
+    const { notify, db } = t.server.services;
+    await assert.rejects(
+      inTransaction(db, async (trx) => {
+        await notify.enqueue(trx, smsPin('+5511911111111'));
+        throw new Error('file write failed');
+      }),
+      /file write failed/,
+    );
+    assert.equal((await notify.list()).length, 0, 'rolled back with the caller');
+    const id = await inTransaction(db, (trx) => notify.enqueue(trx, smsPin('+5511922222222')));
+    const [entry] = await notify.list();
+    assert.equal(entry!.id, id);
+    assert.equal(entry!.status, 'pending');
+    const raw = await outboxRow(t, id);
+    assert.ok(!raw.payload.includes('271828'), 'payload is sealed');
   });
 
-  test('no SMTP configured: status logged, log line with PIN and token masked; CLI shows it in full', async () => {
-    const t = await startTestServer();
-    try {
-      await t.createUser('solo', 'solo-password', { lang: 'en' });
-      const r = await call(`${t.base}/auth/forgetParameters?u=solo`);
-      assert.equal(r.status, 200);
-      const k = new URL(String(r.body['linkURL'])).searchParams.get('k')!;
-      const [entry] = await eventually(async () => {
-        const rows = await t.server.services.notify.list({ status: 'logged' });
-        return rows.length > 0 ? rows : undefined;
+  test('no SMTP configured: status logged, log line with PIN and token masked; CLI shows it in full', async (ctx) => {
+    const t = await serverFor(ctx);
+    await t.createUser('solo', 'solo-password', { lang: 'en' });
+    const r = await call(`${t.base}/auth/forgetParameters?u=solo`);
+    assert.equal(r.status, 200);
+    const k = new URL(String(r.body['linkURL'])).searchParams.get('k')!;
+    const [entry] = await eventually(async () => {
+      const rows = await t.server.services.notify.list({ status: 'logged' });
+      return rows.length > 0 ? rows : undefined;
+    });
+    assert.equal(entry!.kind, 'password-pin');
+    assert.equal(entry!.recipient, 'solo@example.com');
+    const full = await t.server.services.notify.show(entry!.id);
+    const pin = /PIN\): (\d{6})/.exec(full!.text)![1]!;
+    assert.ok(full!.text.includes(k), 'the outbox keeps the real link');
+
+    const line = t.logs.find((l) => l.includes('notification not sent'));
+    assert.ok(line, 'the message is written to the log');
+    assert.match(line, /REMESSA_SMTP_URL/);
+    assert.match(line, /PIN\): \*{6}/);
+    assert.match(line, /k=\[REDACTED\]/);
+    const logs = t.logs.join('\n');
+    assert.ok(!logs.includes(pin), 'the PIN is not in the log');
+    assert.ok(!logs.includes(k), 'the change token is not in the log');
+    assert.ok((await t.server.services.audit.query({ event: 'notify.logged' })).length === 1);
+
+    const cli = (...args: string[]) =>
+      spawnSync(process.execPath, ['bin/remessa.js', ...args], {
+        env: { ...process.env, ...t.env },
+        encoding: 'utf8',
       });
-      assert.equal(entry!.kind, 'password-pin');
-      assert.equal(entry!.recipient, 'solo@example.com');
-      const full = await t.server.services.notify.show(entry!.id);
-      const pin = /PIN\): (\d{6})/.exec(full!.text)![1]!;
-      assert.ok(full!.text.includes(k), 'the outbox keeps the real link');
-
-      const line = t.logs.find((l) => l.includes('notification not sent'));
-      assert.ok(line, 'the message is written to the log');
-      assert.match(line, /REMESSA_SMTP_URL/);
-      assert.match(line, /PIN\): \*{6}/);
-      assert.match(line, /k=\[REDACTED\]/);
-      const logs = t.logs.join('\n');
-      assert.ok(!logs.includes(pin), 'the PIN is not in the log');
-      assert.ok(!logs.includes(k), 'the change token is not in the log');
-      assert.ok((await t.server.services.audit.query({ event: 'notify.logged' })).length === 1);
-
-      const cli = (...args: string[]) =>
-        spawnSync(process.execPath, ['bin/remessa.js', ...args], {
-          env: { ...process.env, ...t.env },
-          encoding: 'utf8',
-        });
-      const list = cli('outbox', 'list', '--json');
-      assert.equal(list.status, 0, list.stderr);
-      const listed = list.stdout
-        .trim()
-        .split('\n')
-        .map((l) => JSON.parse(l) as Record<string, unknown>);
-      assert.equal(listed[0]!['status'], 'logged');
-      assert.ok(!list.stdout.includes(pin), 'list shows no message text');
-      const show = cli('outbox', 'show', String(entry!.id));
-      assert.equal(show.status, 0, show.stderr);
-      assert.match(show.stdout, /Subject: {2}Remessa: code to change your password/);
-      assert.ok(show.stdout.includes(pin) && show.stdout.includes(k), 'show prints PIN and link');
-      assert.equal(cli('outbox', 'show', '999').status, 1);
-    } finally {
-      await t.close();
-    }
+    const list = cli('outbox', 'list', '--json');
+    assert.equal(list.status, 0, list.stderr);
+    const listed = list.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.equal(listed[0]!['status'], 'logged');
+    assert.ok(!list.stdout.includes(pin), 'list shows no message text');
+    const show = cli('outbox', 'show', String(entry!.id));
+    assert.equal(show.status, 0, show.stderr);
+    assert.match(show.stdout, /Subject: {2}Remessa: code to change your password/);
+    assert.ok(show.stdout.includes(pin) && show.stdout.includes(k), 'show prints PIN and link');
+    assert.equal(cli('outbox', 'show', '999').status, 1);
   });
 
   test('SMTP down at enqueue, up a few seconds later: the message still arrives', async () => {

@@ -19,6 +19,7 @@ import {
   ERROR_KEYS,
   errorKeys,
   GO_TIME,
+  serverFor,
   startTestServer,
   type TestServer,
 } from './helpers/server.js';
@@ -230,7 +231,7 @@ describe('a blob store that fails at each step', () => {
 });
 
 describe('a sweeper stalled past its purge claim', () => {
-  test('another takes the purge over; the stalled one, resuming, deletes nothing and file.purged is written once', async () => {
+  test('another takes the purge over; the stalled one, resuming, deletes nothing and file.purged is written once', async (ctx) => {
     // The first delete waits until released: a sweeper stalled (a slow store, a paused VM) mid-purge.
     let release: () => void = () => {};
     let stalled: Promise<void> | null = new Promise<void>((resolve) => {
@@ -251,40 +252,36 @@ describe('a sweeper stalled past its purge claim', () => {
         return super.delete(key);
       }
     }
-    const t = await startTestServer({
+    const t = await serverFor(ctx, {
       blobStore: new StallingStore(),
       startWorkers: false,
       env: { REMESSA_LINK_DAYS: '1', REMESSA_BACKUP_DAYS: '0', REMESSA_INLINE_MAX_SIZE: '0' },
     });
-    try {
-      await t.createUser('stall', 'stall-password');
-      assert.equal(
-        (await uploadRaw(t, basic('stall', 'stall-password'), bytes(5000), { file: 'a.bin' })).status,
-        200,
-      );
-      await t.advanceClock(DAY + 1000);
-      const first = t.server.workers.get('file-sweeper')!.runOnce();
-      await atDelete;
-      // Its claim is stale after ten minutes: another sweeper takes the purge over and finishes it.
-      await t.advanceClock(11 * 60 * 1000);
-      const s = t.server.services;
-      await new FileSweeper({
-        files: s.files,
-        store: s.files.store,
-        blobs: s.blobs,
-        reconciler: s.reconciler,
-        audit: s.audit,
-        clock: s.clock,
-        log: s.log,
-        intervalMs: 60_000,
-      }).run();
-      assert.deepEqual(await s.db.selectFrom('files').select('id').execute(), []);
-      release();
-      await first;
-      assert.equal((await s.audit.query({ event: 'file.purged' })).length, 1);
-    } finally {
-      await t.close();
-    }
+    await t.createUser('stall', 'stall-password');
+    assert.equal(
+      (await uploadRaw(t, basic('stall', 'stall-password'), bytes(5000), { file: 'a.bin' })).status,
+      200,
+    );
+    await t.advanceClock(DAY + 1000);
+    const first = t.server.workers.get('file-sweeper')!.runOnce();
+    await atDelete;
+    // Its claim is stale after ten minutes: another sweeper takes the purge over and finishes it.
+    await t.advanceClock(11 * 60 * 1000);
+    const s = t.server.services;
+    await new FileSweeper({
+      files: s.files,
+      store: s.files.store,
+      blobs: s.blobs,
+      reconciler: s.reconciler,
+      audit: s.audit,
+      clock: s.clock,
+      log: s.log,
+      intervalMs: 60_000,
+    }).run();
+    assert.deepEqual(await s.db.selectFrom('files').select('id').execute(), []);
+    release();
+    await first;
+    assert.equal((await s.audit.query({ event: 'file.purged' })).length, 1);
   });
 });
 
