@@ -200,59 +200,55 @@ describe('a full disk', () => {
       return;
     }
     const dataDir = path.join(mountPoint, 'signins');
-    const t = await startTestServer({ dataDir });
+    const t = await serverFor(ctx, { dataDir });
     const filler = path.join(mountPoint, 'filler');
-    try {
-      await t.createUser('fullsign', 'fullsign-password');
-      // Fill what is left of the disk.
-      await fillDisk(filler);
-      const token = () =>
-        call(`${t.base}/oauth2/token`, {
-          method: 'POST',
-          headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
-          body: new URLSearchParams({
-            grant_type: 'password',
-            username: 'fullsign',
-            password: 'fullsign-password',
-          }),
-        });
-      const login = () =>
-        call(`${t.base}/auth/login`, {
-          method: 'POST',
-          headers: { Authorization: basic('fullsign', 'fullsign-password') },
-        });
-      // SQLite may still have room in pages it holds: the WAL is reused after each checkpoint (in
-      // their own thread, which now fail). Use that up, then a few sign-ins use up the rest.
-      for (let i = 0; i < 10_000; i++) {
-        const wrote = await t.server.services.audit
-          .record({ event: 'user.updated', detail: 'x'.repeat(100_000) })
-          .then(() => true)
-          .catch(() => false);
-        if (!wrote) break;
-      }
-      const answers: number[] = [];
-      for (let i = 0; i < 40 && !answers.includes(503); i++) answers.push((await login()).status);
-      assert.ok(answers.includes(503), `no 503 in ${answers.join(',')}`);
-      assert.ok(
-        answers.every((s) => s === 200 || s === 503),
-        answers.join(','),
-      );
-      const refused = await login();
-      assert.equal(refused.status, 503);
-      assert.equal(refused.body['description'], 'Service Unavailable');
-      assert.equal(refused.headers.get('retry-after'), '60');
-      const oauth = await token();
-      assert.equal(oauth.status, 503);
-      assert.equal(oauth.body['error'], 503);
-      assert.equal(oauth.headers.get('retry-after'), '60');
-      assert.ok(!t.logs.some((l) => /"level":50/.test(l) && l.includes('request failed')));
-      await rm(filler);
-      assert.equal((await login()).status, 200);
-      assert.equal((await token()).status, 200);
-    } finally {
-      await rm(filler, { force: true });
-      await t.close();
+    closeWith(ctx, () => rm(filler, { force: true }));
+    await t.createUser('fullsign', 'fullsign-password');
+    // Fill what is left of the disk.
+    await fillDisk(filler);
+    const token = () =>
+      call(`${t.base}/oauth2/token`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({
+          grant_type: 'password',
+          username: 'fullsign',
+          password: 'fullsign-password',
+        }),
+      });
+    const login = () =>
+      call(`${t.base}/auth/login`, {
+        method: 'POST',
+        headers: { Authorization: basic('fullsign', 'fullsign-password') },
+      });
+    // SQLite may still have room in pages it holds: the WAL is reused after each checkpoint (in
+    // their own thread, which now fail). Use that up, then a few sign-ins use up the rest.
+    for (let i = 0; i < 10_000; i++) {
+      const wrote = await t.server.services.audit
+        .record({ event: 'user.updated', detail: 'x'.repeat(100_000) })
+        .then(() => true)
+        .catch(() => false);
+      if (!wrote) break;
     }
+    const answers: number[] = [];
+    for (let i = 0; i < 40 && !answers.includes(503); i++) answers.push((await login()).status);
+    assert.ok(answers.includes(503), `no 503 in ${answers.join(',')}`);
+    assert.ok(
+      answers.every((s) => s === 200 || s === 503),
+      answers.join(','),
+    );
+    const refused = await login();
+    assert.equal(refused.status, 503);
+    assert.equal(refused.body['description'], 'Service Unavailable');
+    assert.equal(refused.headers.get('retry-after'), '60');
+    const oauth = await token();
+    assert.equal(oauth.status, 503);
+    assert.equal(oauth.body['error'], 503);
+    assert.equal(oauth.headers.get('retry-after'), '60');
+    assert.ok(!t.logs.some((l) => /"level":50/.test(l) && l.includes('request failed')));
+    await rm(filler);
+    assert.equal((await login()).status, 200);
+    assert.equal((await token()).status, 200);
   });
   test('a full disk refuses downloads whose audit row cannot be written: 503 with Retry-After and no byte; every one served is audited', async (ctx) => {
     if (!mounted) {
@@ -260,43 +256,39 @@ describe('a full disk', () => {
       return;
     }
     const dataDir = path.join(mountPoint, 'downloads');
-    const t = await startTestServer({ dataDir });
+    const t = await serverFor(ctx, { dataDir });
     const filler = path.join(mountPoint, 'filler-downloads');
-    try {
-      await t.createUser('fulldl', 'fulldl-password');
-      const data = bytes(4096);
-      const up = await uploadRaw(t, basic('fulldl', 'fulldl-password'), data, { file: 'small.bin' });
-      const link = (up.body['files'] as FileEntry[])[0]!.linkURL;
-      await fillDisk(filler);
-      // SQLite may still have room in pages it holds; a few downloads use it up.
-      let served = 0;
-      let refused: Awaited<ReturnType<typeof fetch>> | null = null;
-      for (let i = 0; i < 200 && !refused; i++) {
-        const res = await fetch(link);
-        if (res.status === 200) {
-          assert.ok(Buffer.from(await res.arrayBuffer()).equals(data));
-          served++;
-        } else refused = res;
-      }
-      assert.ok(refused, `no refusal in ${served} downloads`);
-      assert.equal(refused.status, 503);
-      assert.equal(refused.headers.get('retry-after'), '60');
-      assert.match(refused.headers.get('content-type') ?? '', /^application\/json/);
-      assert.equal(refused.headers.get('content-disposition'), null);
-      const body = (await refused.json()) as Record<string, unknown>;
-      assert.equal(body['description'], 'Service Unavailable');
-      await rm(filler);
-      // Every download that was served has its row (some may still say the outcome is unknown:
-      // the disk filled between their first byte and their end).
-      assert.equal((await t.server.services.audit.query({ event: 'download' })).length, served);
-      const again = await fetch(link);
-      assert.equal(again.status, 200);
-      assert.ok(Buffer.from(await again.arrayBuffer()).equals(data));
-      assert.ok(!t.logs.some((l) => /"level":50/.test(l)), 'nothing logged at error level');
-    } finally {
-      await rm(filler, { force: true });
-      await t.close();
+    closeWith(ctx, () => rm(filler, { force: true }));
+    await t.createUser('fulldl', 'fulldl-password');
+    const data = bytes(4096);
+    const up = await uploadRaw(t, basic('fulldl', 'fulldl-password'), data, { file: 'small.bin' });
+    const link = (up.body['files'] as FileEntry[])[0]!.linkURL;
+    await fillDisk(filler);
+    // SQLite may still have room in pages it holds; a few downloads use it up.
+    let served = 0;
+    let refused: Awaited<ReturnType<typeof fetch>> | null = null;
+    for (let i = 0; i < 200 && !refused; i++) {
+      const res = await fetch(link);
+      if (res.status === 200) {
+        assert.ok(Buffer.from(await res.arrayBuffer()).equals(data));
+        served++;
+      } else refused = res;
     }
+    assert.ok(refused, `no refusal in ${served} downloads`);
+    assert.equal(refused.status, 503);
+    assert.equal(refused.headers.get('retry-after'), '60');
+    assert.match(refused.headers.get('content-type') ?? '', /^application\/json/);
+    assert.equal(refused.headers.get('content-disposition'), null);
+    const body = (await refused.json()) as Record<string, unknown>;
+    assert.equal(body['description'], 'Service Unavailable');
+    await rm(filler);
+    // Every download that was served has its row (some may still say the outcome is unknown:
+    // the disk filled between their first byte and their end).
+    assert.equal((await t.server.services.audit.query({ event: 'download' })).length, served);
+    const again = await fetch(link);
+    assert.equal(again.status, 200);
+    assert.ok(Buffer.from(await again.arrayBuffer()).equals(data));
+    assert.ok(!t.logs.some((l) => /"level":50/.test(l)), 'nothing logged at error level');
   });
 });
 

@@ -15,6 +15,7 @@ import {
   basic,
   call,
   closeAll,
+  closeWith,
   closing,
   ERROR_KEYS,
   errorKeys,
@@ -287,40 +288,35 @@ describe('a sweeper stalled past its purge claim', () => {
 
 describe('S3 out of reach', { skip: hasS3 ? false : S3_SKIP }, () => {
   // Found by a crash probe: an S3 outage answered plain 500s, which clients do not retry.
-  test('uploads and downloads answer 503 with Retry-After, store nothing, and work again once it is back', async () => {
+  test('uploads and downloads answer 503 with Retry-After, store nothing, and work again once it is back', async (ctx) => {
     const bucket = await createTestBucket('files/');
     const endpoint = new URL(bucket.env['REMESSA_S3_ENDPOINT']!);
     const proxy = await CutProxy.start({ target: { host: endpoint.hostname, port: Number(endpoint.port) } });
     const t = await startTestServer({
       env: { ...bucket.env, REMESSA_S3_ENDPOINT: proxy.origin, REMESSA_INLINE_MAX_SIZE: '0' },
     }).catch(closing(proxy, { close: () => bucket.drop() }));
-    try {
-      await t.createUser('s3down', 's3down-password');
-      const auth = basic('s3down', 's3down-password');
-      const stored = await uploadRaw(t, auth, bytes(300_000), { file: 'before.bin' });
-      assert.equal(stored.status, 200);
-      const link = (stored.body['files'] as FileEntry[])[0]!.linkURL;
-      const keys = await bucket.keys();
+    closeWith(ctx, t, proxy, () => bucket.drop());
+    await t.createUser('s3down', 's3down-password');
+    const auth = basic('s3down', 's3down-password');
+    const stored = await uploadRaw(t, auth, bytes(300_000), { file: 'before.bin' });
+    assert.equal(stored.status, 200);
+    const link = (stored.body['files'] as FileEntry[])[0]!.linkURL;
+    const keys = await bucket.keys();
 
-      proxy.down = true;
-      proxy.cutAll();
-      const up = await uploadRaw(t, auth, bytes(300_000), { file: 'during.bin' });
-      assert.equal(up.status, 503, JSON.stringify(up.body));
-      assert.equal(up.headers.get('retry-after'), '5');
-      const down = await get(link);
-      assert.equal(down.res.status, 503);
-      assert.equal(down.res.headers.get('retry-after'), '5');
+    proxy.down = true;
+    proxy.cutAll();
+    const up = await uploadRaw(t, auth, bytes(300_000), { file: 'during.bin' });
+    assert.equal(up.status, 503, JSON.stringify(up.body));
+    assert.equal(up.headers.get('retry-after'), '5');
+    const down = await get(link);
+    assert.equal(down.res.status, 503);
+    assert.equal(down.res.headers.get('retry-after'), '5');
 
-      proxy.down = false;
-      assert.equal((await uploadRaw(t, auth, bytes(300_000), { file: 'after.bin' })).status, 200);
-      assert.equal((await get(link)).res.status, 200);
-      const rows = await t.server.services.db.selectFrom('files').select('name').execute();
-      assert.deepEqual(rows.map((r) => r.name).sort(), ['after.bin', 'before.bin']);
-      assert.equal((await bucket.keys()).length, keys.length + 1);
-    } finally {
-      await t.close();
-      await proxy.close();
-      await bucket.drop();
-    }
+    proxy.down = false;
+    assert.equal((await uploadRaw(t, auth, bytes(300_000), { file: 'after.bin' })).status, 200);
+    assert.equal((await get(link)).res.status, 200);
+    const rows = await t.server.services.db.selectFrom('files').select('name').execute();
+    assert.deepEqual(rows.map((r) => r.name).sort(), ['after.bin', 'before.bin']);
+    assert.equal((await bucket.keys()).length, keys.length + 1);
   });
 });
