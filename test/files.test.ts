@@ -3,7 +3,16 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { bytes, type FileEntry, footprint, listArea, uploadMultipart, uploadRaw } from './helpers/files.js';
+import {
+  bytes,
+  type FileEntry,
+  finishedDownloads,
+  footprint,
+  listArea,
+  uploadMultipart,
+  uploadRaw,
+} from './helpers/files.js';
+import { eventually } from './helpers/peers.js';
 import {
   basic,
   call,
@@ -403,6 +412,7 @@ describe('lifecycle: area → backup → purge', () => {
     assert.equal((await download(link, { Range: 'bytes=0-1023' })).res.status, 206);
     // An aborted download: take the first bytes, then drop the connection. (A raw socket: fetch
     // would go on reading into its own buffers, as fast as the server sends.)
+    const finished = (await finishedDownloads(t)).length;
     await new Promise<void>((resolve, reject) => {
       const url = new URL(link);
       const sock = connect(Number(url.port), url.hostname, () =>
@@ -414,47 +424,42 @@ describe('lifecycle: area → backup → purge', () => {
       });
       sock.on('error', reject);
     });
-    await new Promise((r) => setTimeout(r, 200));
+    // Its outcome is recorded, and with it whether the file is retired.
+    await eventually(async () => (await finishedDownloads(t)).length > finished);
     const still = await download(link);
     assert.equal(still.res.status, 200, 'aborted download did not retire it');
     assert.ok(still.body.equals(data));
-    const { eventually } = await import('./helpers/peers.js');
     await eventually(async () => (await call(link)).status === 401);
     const [b] = await listArea(t, 'mbox', 'mbox-password', 1, true);
     assert.equal(b!.name, 'once.bin');
   });
 
-  test('two instances sweeping the same database at once retire and purge each file exactly once', async () => {
-    const a = await startTestServer({
+  test('two instances sweeping the same database at once retire and purge each file exactly once', async (ctx) => {
+    const a = await serverFor(ctx, {
       env: { REMESSA_LINK_DAYS: '1', REMESSA_BACKUP_DAYS: '1' },
       startWorkers: false,
     });
-    const b = await startTestServer({
+    const b = await serverFor(ctx, {
       dataDir: a.dataDir,
       env: { REMESSA_LINK_DAYS: '1', REMESSA_BACKUP_DAYS: '1' },
       startWorkers: false,
     });
-    try {
-      await a.createUser('multi', 'multi-password');
-      const parts = Array.from({ length: 40 }, (_, i) => ({ filename: `m${i}.txt`, data: bytes(100) }));
-      assert.equal((await uploadMultipart(a, basic('multi', 'multi-password'), parts)).status, 200);
-      for (const s of [a, b]) await s.advanceClock(DAY + 1);
-      await Promise.all([
-        a.server.workers.get('file-sweeper')!.runOnce(),
-        b.server.workers.get('file-sweeper')!.runOnce(),
-      ]);
-      for (const s of [a, b]) await s.advanceClock(DAY + 1);
-      await Promise.all([
-        a.server.workers.get('file-sweeper')!.runOnce(),
-        b.server.workers.get('file-sweeper')!.runOnce(),
-      ]);
-      const events = await a.server.services.audit.query({});
-      assert.equal(events.filter((e) => e.event === 'file.retired').length, 40);
-      assert.equal(events.filter((e) => e.event === 'file.purged').length, 40);
-      assert.deepEqual(await footprint(a), { blobs: 0, temps: 0, files: 0, links: 0 });
-    } finally {
-      await b.close();
-      await a.close();
-    }
+    await a.createUser('multi', 'multi-password');
+    const parts = Array.from({ length: 40 }, (_, i) => ({ filename: `m${i}.txt`, data: bytes(100) }));
+    assert.equal((await uploadMultipart(a, basic('multi', 'multi-password'), parts)).status, 200);
+    for (const s of [a, b]) await s.advanceClock(DAY + 1);
+    await Promise.all([
+      a.server.workers.get('file-sweeper')!.runOnce(),
+      b.server.workers.get('file-sweeper')!.runOnce(),
+    ]);
+    for (const s of [a, b]) await s.advanceClock(DAY + 1);
+    await Promise.all([
+      a.server.workers.get('file-sweeper')!.runOnce(),
+      b.server.workers.get('file-sweeper')!.runOnce(),
+    ]);
+    const events = await a.server.services.audit.query({});
+    assert.equal(events.filter((e) => e.event === 'file.retired').length, 40);
+    assert.equal(events.filter((e) => e.event === 'file.purged').length, 40);
+    assert.deepEqual(await footprint(a), { blobs: 0, temps: 0, files: 0, links: 0 });
   });
 });
