@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { BlackholeProxy } from './helpers/blackhole-proxy.js';
-import { bytes, type FileEntry, uploadRaw } from './helpers/files.js';
+import { bytes, type FileEntry, uploadFile, uploadRaw } from './helpers/files.js';
 import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
 import { createTestBucket, S3_SKIP, s3Available } from './helpers/s3.js';
 import {
@@ -91,9 +91,7 @@ describe('S3 that stops answering', { skip: hasS3 ? false : S3_SKIP }, () => {
     closeWith(ctx, t, proxy, () => bucket.drop());
     await t.createUser('s3silent', 's3silent-password');
     const auth = basic('s3silent', 's3silent-password');
-    const stored = await uploadRaw(t, auth, bytes(300_000), { file: 'before.bin' });
-    assert.equal(stored.status, 200);
-    const link = (stored.body['files'] as FileEntry[])[0]!.linkURL;
+    const link = (await uploadFile(t, auth, 'before.bin', bytes(300_000))).linkURL;
 
     proxy.silence();
     await unavailableWithinBound('upload', () => uploadRaw(t, auth, bytes(300_000), { file: 'during.bin' }));

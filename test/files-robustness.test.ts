@@ -14,6 +14,7 @@ import {
   type FileEntry,
   finishedDownloads,
   footprint,
+  uploadFile,
   uploadMultipart,
   uploadRaw,
 } from './helpers/files.js';
@@ -350,8 +351,7 @@ describe('damaged contents are detected on download', () => {
 
   test('a blob rewritten with the same bytes (restored from backup) is re-verified and served', async () => {
     const data = bytes(70_000);
-    const up = await uploadRaw(t, auth, data, { file: 'restored.bin' });
-    const f = (up.body['files'] as FileEntry[])[0]!;
+    const f = await uploadFile(t, auth, 'restored.bin', data);
     const blob = await blobPathOf(t, f.id);
     await rm(blob);
     await writeFile(blob, data);

@@ -9,6 +9,7 @@ import {
   finishedDownloads,
   footprint,
   listArea,
+  uploadFile,
   uploadMultipart,
   uploadRaw,
 } from './helpers/files.js';
@@ -105,9 +106,7 @@ describe('upload and download', () => {
 
   test('resume with Range: two halves make the file; unsatisfiable → 416; HEAD; conditional GET → 304', async () => {
     const data = bytes(300_001);
-    const up = await uploadRaw(t, alice, data, { file: 'resume.bin' });
-    assert.equal(up.status, 200);
-    const link = (up.body['files'] as FileEntry[])[0]!.linkURL;
+    const link = (await uploadFile(t, alice, 'resume.bin', data)).linkURL;
 
     const first = await download(link, { Range: 'bytes=0-99999' });
     assert.equal(first.res.status, 206);

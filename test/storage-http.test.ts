@@ -8,7 +8,7 @@ import { FileSweeper } from '../src/files/lifecycle.js';
 import type { BlobStore } from '../src/storage/blob-store.js';
 import { MemoryBlobStore } from '../src/storage/memory-blob-store.js';
 import { CutProxy } from './helpers/cut-proxy.js';
-import { bytes, type FileEntry, uploadRaw } from './helpers/files.js';
+import { bytes, type FileEntry, uploadFile, uploadRaw } from './helpers/files.js';
 import { createTestBucket, S3_SKIP, s3Available, type TestBucket } from './helpers/s3.js';
 import {
   APIVER,
@@ -202,8 +202,7 @@ describe('a blob store that fails at each step', () => {
   });
 
   test('fails at read: 500 envelope before any byte; the file is intact afterwards', async () => {
-    const up = await uploadRaw(t, auth, bytes(5000), { file: 'read.bin' });
-    const entry = (up.body['files'] as FileEntry[])[0]!;
+    const entry = await uploadFile(t, auth, 'read.bin', bytes(5000));
     store.failAt('read');
     try {
       const r = await call(entry.linkURL);
@@ -298,9 +297,7 @@ describe('S3 out of reach', { skip: hasS3 ? false : S3_SKIP }, () => {
     closeWith(ctx, t, proxy, () => bucket.drop());
     await t.createUser('s3down', 's3down-password');
     const auth = basic('s3down', 's3down-password');
-    const stored = await uploadRaw(t, auth, bytes(300_000), { file: 'before.bin' });
-    assert.equal(stored.status, 200);
-    const link = (stored.body['files'] as FileEntry[])[0]!.linkURL;
+    const link = (await uploadFile(t, auth, 'before.bin', bytes(300_000))).linkURL;
     const keys = await bucket.keys();
 
     proxy.down = true;
