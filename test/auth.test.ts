@@ -6,9 +6,11 @@ import {
   APIVER,
   basic,
   call,
+  closeWith,
   ERROR_KEYS,
   errorKeys,
   GO_TIME,
+  serverFor,
   startTestServer,
   type TestServer,
 } from './helpers/server.js';
@@ -302,65 +304,54 @@ describe('auth endpoints', () => {
 });
 
 describe('configuration', () => {
-  test('REMESSA_TOKEN_SECONDS sets expires_in for the token endpoint', async () => {
-    const t = await startTestServer({ env: { REMESSA_TOKEN_SECONDS: '120' } });
-    try {
-      await t.createUser('short', 'short-password');
-      const r = await call(`${t.base}/oauth2/token`, {
-        method: 'POST',
-        headers: FORM,
-        body: form({ grant_type: 'password', username: 'short', password: 'short-password' }),
-      });
-      assert.equal(r.body['expires_in'], 120);
-    } finally {
-      await t.close();
-    }
+  test('REMESSA_TOKEN_SECONDS sets expires_in for the token endpoint', async (ctx) => {
+    const t = await serverFor(ctx, { env: { REMESSA_TOKEN_SECONDS: '120' } });
+    await t.createUser('short', 'short-password');
+    const r = await call(`${t.base}/oauth2/token`, {
+      method: 'POST',
+      headers: FORM,
+      body: form({ grant_type: 'password', username: 'short', password: 'short-password' }),
+    });
+    assert.equal(r.body['expires_in'], 120);
   });
 
-  test('the API is mounted at the path of REMESSA_BASE_URL', async () => {
-    const t = await startTestServer({ apiPath: '/directlink/v1' });
-    try {
-      await t.createUser('deep', 'deep-password');
-      assert.equal(t.base.endsWith('/directlink/v1'), true);
-      const r = await call(`${t.base}/oauth2/token`, {
-        method: 'POST',
-        headers: FORM,
-        body: form({ grant_type: 'password', username: 'deep', password: 'deep-password' }),
-      });
-      assert.equal(r.status, 200);
-      assert.equal(r.body['scope'], t.base);
-      const bad = await call(`${t.base}/oauth2/token`, { method: 'POST', headers: FORM, body: '' });
-      assert.equal(bad.body['error_uri'], t.base);
-    } finally {
-      await t.close();
-    }
+  test('the API is mounted at the path of REMESSA_BASE_URL', async (ctx) => {
+    const t = await serverFor(ctx, { apiPath: '/directlink/v1' });
+    await t.createUser('deep', 'deep-password');
+    assert.equal(t.base.endsWith('/directlink/v1'), true);
+    const r = await call(`${t.base}/oauth2/token`, {
+      method: 'POST',
+      headers: FORM,
+      body: form({ grant_type: 'password', username: 'deep', password: 'deep-password' }),
+    });
+    assert.equal(r.status, 200);
+    assert.equal(r.body['scope'], t.base);
+    const bad = await call(`${t.base}/oauth2/token`, { method: 'POST', headers: FORM, body: '' });
+    assert.equal(bad.body['error_uri'], t.base);
   });
 });
 
 describe('internal failures', () => {
-  test('a broken database → 500 OAuth error object on the token endpoint, 500 envelope elsewhere', async () => {
+  test('a broken database → 500 OAuth error object on the token endpoint, 500 envelope elsewhere', async (ctx) => {
     const t = await startTestServer();
-    try {
-      await t.createUser('broken', 'broken-password');
-      // Pull the database out from under the running server.
-      await t.server.services.db.destroy();
-      const r = await call(`${t.base}/oauth2/token`, {
-        method: 'POST',
-        headers: FORM,
-        body: form({ grant_type: 'password', username: 'broken', password: 'broken-password' }),
-      });
-      assert.equal(r.status, 500);
-      assert.deepEqual(r.body, { error: 500, error_description: 'Internal server error', error_uri: t.base });
-      const login = await call(`${t.base}/auth/login`, {
-        method: 'POST',
-        headers: { Authorization: basic('broken', 'broken-password') },
-      });
-      assert.equal(login.status, 500);
-      assert.equal(login.body['description'], 'Internal Server Error');
-      assert.deepEqual(errorKeys(login.body), ERROR_KEYS);
-      assert.ok(!JSON.stringify(login.body).includes('driver'), 'no internals in the answer');
-    } finally {
-      await t.close().catch(() => {});
-    }
+    closeWith(ctx, () => t.close().catch(() => {}));
+    await t.createUser('broken', 'broken-password');
+    // Pull the database out from under the running server.
+    await t.server.services.db.destroy();
+    const r = await call(`${t.base}/oauth2/token`, {
+      method: 'POST',
+      headers: FORM,
+      body: form({ grant_type: 'password', username: 'broken', password: 'broken-password' }),
+    });
+    assert.equal(r.status, 500);
+    assert.deepEqual(r.body, { error: 500, error_description: 'Internal server error', error_uri: t.base });
+    const login = await call(`${t.base}/auth/login`, {
+      method: 'POST',
+      headers: { Authorization: basic('broken', 'broken-password') },
+    });
+    assert.equal(login.status, 500);
+    assert.equal(login.body['description'], 'Internal Server Error');
+    assert.deepEqual(errorKeys(login.body), ERROR_KEYS);
+    assert.ok(!JSON.stringify(login.body).includes('driver'), 'no internals in the answer');
   });
 });

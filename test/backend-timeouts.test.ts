@@ -11,13 +11,14 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { BlackholeProxy } from './helpers/blackhole-proxy.js';
-import { bytes, type FileEntry, uploadRaw } from './helpers/files.js';
+import { bytes, type FileEntry, uploadFile, uploadRaw } from './helpers/files.js';
 import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
 import { createTestBucket, S3_SKIP, s3Available } from './helpers/s3.js';
 import {
   basic,
   call,
   closeAll,
+  closeWith,
   closing,
   ERROR_KEYS,
   errorKeys,
@@ -52,102 +53,89 @@ async function unavailableWithinBound(
 }
 
 describe('PostgreSQL that stops answering', { skip: hasPg ? false : PG_SKIP }, () => {
-  test('requests answer 503 with Retry-After within seconds, and work again once it answers', async () => {
+  test('requests answer 503 with Retry-After within seconds, and work again once it answers', async (ctx) => {
     const db = await createTempDatabase();
     const { proxy, url } = await BlackholeProxy.for(db.url);
     const t = await startTestServer({
       env: { REMESSA_DATABASE_URL: url, ...FAST },
       startWorkers: false,
     }).catch(closing(proxy, () => db.drop()));
-    try {
-      await t.createUser('pgsilent', 'pgsilent-password');
-      const auth = basic('pgsilent', 'pgsilent-password');
-      const list = () => call(`${t.base}/download/list?page=1`, { headers: { Authorization: auth } });
-      assert.equal((await list()).status, 200);
+    closeWith(ctx, t, proxy, () => db.drop());
+    await t.createUser('pgsilent', 'pgsilent-password');
+    const auth = basic('pgsilent', 'pgsilent-password');
+    const list = () => call(`${t.base}/download/list?page=1`, { headers: { Authorization: auth } });
+    assert.equal((await list()).status, 200);
 
-      proxy.silence();
-      await unavailableWithinBound('list', list);
-      await unavailableWithinBound('upload', () => uploadRaw(t, auth, bytes(1000), { file: 'during.bin' }));
+    proxy.silence();
+    await unavailableWithinBound('list', list);
+    await unavailableWithinBound('upload', () => uploadRaw(t, auth, bytes(1000), { file: 'during.bin' }));
 
-      proxy.restore();
-      assert.equal((await uploadRaw(t, auth, bytes(1000), { file: 'after.bin' })).status, 200);
-      const files = (await list()).body['files'] as FileEntry[];
-      assert.deepEqual(
-        files.map((f) => f.name),
-        ['after.bin'],
-      );
-    } finally {
-      await closeAll(t, proxy, () => db.drop());
-    }
+    proxy.restore();
+    assert.equal((await uploadRaw(t, auth, bytes(1000), { file: 'after.bin' })).status, 200);
+    const files = (await list()).body['files'] as FileEntry[];
+    assert.deepEqual(
+      files.map((f) => f.name),
+      ['after.bin'],
+    );
   });
 });
 
 describe('S3 that stops answering', { skip: hasS3 ? false : S3_SKIP }, () => {
-  test('uploads and downloads answer 503 with Retry-After within seconds, and work again once it answers', async () => {
+  test('uploads and downloads answer 503 with Retry-After within seconds, and work again once it answers', async (ctx) => {
     const bucket = await createTestBucket('files/');
     const { proxy, url } = await BlackholeProxy.for(bucket.env['REMESSA_S3_ENDPOINT']!);
     const t = await startTestServer({
       env: { ...bucket.env, REMESSA_S3_ENDPOINT: url, REMESSA_INLINE_MAX_SIZE: '0', ...FAST },
       startWorkers: false,
     }).catch(closing(proxy, () => bucket.drop()));
-    try {
-      await t.createUser('s3silent', 's3silent-password');
-      const auth = basic('s3silent', 's3silent-password');
-      const stored = await uploadRaw(t, auth, bytes(300_000), { file: 'before.bin' });
-      assert.equal(stored.status, 200);
-      const link = (stored.body['files'] as FileEntry[])[0]!.linkURL;
+    closeWith(ctx, t, proxy, () => bucket.drop());
+    await t.createUser('s3silent', 's3silent-password');
+    const auth = basic('s3silent', 's3silent-password');
+    const link = (await uploadFile(t, auth, 'before.bin', bytes(300_000))).linkURL;
 
-      proxy.silence();
-      await unavailableWithinBound('upload', () =>
-        uploadRaw(t, auth, bytes(300_000), { file: 'during.bin' }),
-      );
-      await unavailableWithinBound('download', () => call(link));
+    proxy.silence();
+    await unavailableWithinBound('upload', () => uploadRaw(t, auth, bytes(300_000), { file: 'during.bin' }));
+    await unavailableWithinBound('download', () => call(link));
 
-      proxy.restore();
-      assert.equal((await uploadRaw(t, auth, bytes(300_000), { file: 'after.bin' })).status, 200);
-      const again = await fetch(link);
-      assert.equal(again.status, 200);
-      assert.equal((await again.arrayBuffer()).byteLength, 300_000);
-    } finally {
-      await closeAll(t, proxy, () => bucket.drop());
-    }
+    proxy.restore();
+    assert.equal((await uploadRaw(t, auth, bytes(300_000), { file: 'after.bin' })).status, 200);
+    const again = await fetch(link);
+    assert.equal(again.status, 200);
+    assert.equal((await again.arrayBuffer()).byteLength, 300_000);
   });
 });
 
 describe('S3 bounds count silence, not duration', { skip: hasS3 ? false : S3_SKIP }, () => {
-  test("a download whose client stops reading for longer than the bound is not cut: the store's socket waits paused", async () => {
+  test("a download whose client stops reading for longer than the bound is not cut: the store's socket waits paused", async (ctx) => {
     const bucket = await createTestBucket('files/');
     const t = await startTestServer({
       env: { ...bucket.env, REMESSA_INLINE_MAX_SIZE: '0', ...FAST },
       startWorkers: false,
     }).catch(closing(() => bucket.drop()));
-    try {
-      await t.createUser('s3slow', 's3slow-password');
-      // Larger than what the sockets' buffers hold, so a reader that stops pauses the S3 response.
-      const data = bytes(32 * 1024 * 1024);
-      const up = await uploadRaw(t, basic('s3slow', 's3slow-password'), data, { file: 'big.bin' });
-      assert.equal(up.status, 200);
-      const link = (up.body['files'] as FileEntry[])[0]!.linkURL;
-      const body = await new Promise<Buffer>((resolve, reject) => {
-        http
-          .get(link, (res) => {
-            const chunks: Buffer[] = [];
-            res.once('data', () => {
-              // Three times REMESSA_BACKEND_TIMEOUT_SECONDS without reading.
-              res.pause();
-              setTimeout(() => res.resume(), 3000);
-            });
-            res.on('data', (c: Buffer) => chunks.push(c));
-            res.on('end', () => resolve(Buffer.concat(chunks)));
-            res.on('error', reject);
-          })
-          .on('error', reject);
-      });
-      assert.equal(body.length, data.length);
-      assert.ok(body.equals(data));
-    } finally {
-      await closeAll(t, () => bucket.drop());
-    }
+    closeWith(ctx, t, () => bucket.drop());
+    await t.createUser('s3slow', 's3slow-password');
+    // Larger than what the sockets' buffers hold, so a reader that stops pauses the S3 response.
+    const data = bytes(32 * 1024 * 1024);
+    const up = await uploadRaw(t, basic('s3slow', 's3slow-password'), data, { file: 'big.bin' });
+    assert.equal(up.status, 200);
+    const link = (up.body['files'] as FileEntry[])[0]!.linkURL;
+    const body = await new Promise<Buffer>((resolve, reject) => {
+      http
+        .get(link, (res) => {
+          const chunks: Buffer[] = [];
+          res.once('data', () => {
+            // Three times REMESSA_BACKEND_TIMEOUT_SECONDS without reading.
+            res.pause();
+            setTimeout(() => res.resume(), 3000);
+          });
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve(Buffer.concat(chunks)));
+          res.on('error', reject);
+        })
+        .on('error', reject);
+    });
+    assert.equal(body.length, data.length);
+    assert.ok(body.equals(data));
   });
 });
 

@@ -29,6 +29,7 @@ import { MemoryBlobStore } from '../src/storage/memory-blob-store.js';
 import { StorageReconciler } from '../src/storage/reconciler.js';
 import { UploadStore } from '../src/uploads/upload-store.js';
 import { bytes } from './helpers/files.js';
+import { eventually } from './helpers/peers.js';
 import { createTestBucket, S3_SKIP, s3Available, type TestBucket } from './helpers/s3.js';
 import { closeAll } from './helpers/server.js';
 
@@ -196,8 +197,9 @@ for (const kind of kinds) {
       const source = new PassThrough();
       const put = store.put(key, source);
       source.write(bytes(9 * MiB));
-      // The first part is on its way (a multipart part, a temp file, a buffer): still invisible.
-      await new Promise((r) => setTimeout(r, 300));
+      // Once the store has taken the bytes, the first part is on its way (a multipart part, a
+      // temp file, a buffer): still invisible.
+      await eventually(async () => source.readableLength === 0);
       assert.equal(await store.stat(key), null);
       assert.deepEqual(await collect(store.list()), []);
       source.destroy(new Error('client went away'));

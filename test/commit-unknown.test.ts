@@ -15,7 +15,7 @@ import { CommitUnknownError } from '../src/db/transaction.js';
 import { CommitCutProxy, type CutMode } from './helpers/commit-cut.js';
 import { bytes, type FileEntry, footprint, listArea, uploadRaw } from './helpers/files.js';
 import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
-import { basic, startTestServer } from './helpers/server.js';
+import { basic, serverFor, startTestServer } from './helpers/server.js';
 
 const available = await postgresAvailable();
 if (!available && PG_REQUIRED) throw new Error(PG_SKIP);
@@ -172,35 +172,31 @@ describe('SQLite: a WAL sync that fails after the commit', () => {
     }
   });
 
-  test('an upload whose commit was not synced fails, and its blob stays with the committed row', async () => {
-    const t = await startTestServer();
+  test('an upload whose commit was not synced fails, and its blob stays with the committed row', async (ctx) => {
+    const t = await serverFor(ctx);
+    await t.createUser('eio', 'eio-password');
+    const data = bytes(2 * 1024 * 1024);
+    // The sync after the file's row was committed (not the one of its blob's intent, before).
+    const reader = new SQLite(path.join(t.dataDir, 'remessa.db'), { readonly: true });
+    const rowWritten = () =>
+      reader.prepare("select 1 from files where name = 'unsynced.bin'").get() !== undefined;
+    const restore = await failNextWalSync(t.dataDir, rowWritten);
+    let status: number;
     try {
-      await t.createUser('eio', 'eio-password');
-      const data = bytes(2 * 1024 * 1024);
-      // The sync after the file's row was committed (not the one of its blob's intent, before).
-      const reader = new SQLite(path.join(t.dataDir, 'remessa.db'), { readonly: true });
-      const rowWritten = () =>
-        reader.prepare("select 1 from files where name = 'unsynced.bin'").get() !== undefined;
-      const restore = await failNextWalSync(t.dataDir, rowWritten);
-      let status: number;
-      try {
-        status = (await uploadRaw(t, basic('eio', 'eio-password'), data, { file: 'unsynced.bin' })).status;
-      } finally {
-        restore();
-        reader.close();
-      }
-      assert.equal(status, 500);
-      // The row is there (the commit was written), so its contents must be too.
-      const listed = await listArea(t, 'eio', 'eio-password');
-      assert.deepEqual(
-        listed.map((e) => e.name),
-        ['unsynced.bin'],
-      );
-      const res = await fetch(listed[0]!.linkURL);
-      assert.equal(res.status, 200);
-      assert.ok(Buffer.from(await res.arrayBuffer()).equals(data));
+      status = (await uploadRaw(t, basic('eio', 'eio-password'), data, { file: 'unsynced.bin' })).status;
     } finally {
-      await t.close();
+      restore();
+      reader.close();
     }
+    assert.equal(status, 500);
+    // The row is there (the commit was written), so its contents must be too.
+    const listed = await listArea(t, 'eio', 'eio-password');
+    assert.deepEqual(
+      listed.map((e) => e.name),
+      ['unsynced.bin'],
+    );
+    const res = await fetch(listed[0]!.linkURL);
+    assert.equal(res.status, 200);
+    assert.ok(Buffer.from(await res.arrayBuffer()).equals(data));
   });
 });

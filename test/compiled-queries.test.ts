@@ -159,12 +159,15 @@ describe('prepare (sqlite): run without Kysely where safe', () => {
       let release2!: () => void;
       const gate2 = new Promise<void>((resolve) => (release2 = resolve));
       const queued = [count.first(['download']), count.first(['login'])];
+      let inserted!: () => void;
+      const rowInserted = new Promise<void>((resolve) => (inserted = resolve));
       const open2 = db.transaction().execute(async (trx) => {
         await insert.first(['login'], trx);
+        inserted();
         await gate2;
         throw new Error('roll back');
       });
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await rowInserted;
       release2();
       await assert.rejects(open2, /roll back/);
       assert.deepEqual(

@@ -8,7 +8,7 @@ import pg from 'pg';
 import { bytes, outcomeKnown } from './helpers/files.js';
 import { eventually } from './helpers/peers.js';
 import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
-import { basic, type ChildServer, startChildServer, startTestServer } from './helpers/server.js';
+import { basic, type ChildServer, closeWith, serverFor, startChildServer } from './helpers/server.js';
 
 const ROUNDS = 3;
 const CLIENTS = 16;
@@ -98,49 +98,33 @@ function check(reached: Map<number, number>, rows: Row[]): void {
 }
 
 describe('kill -9 during downloads: every download that sent a byte is audited', () => {
-  test('SQLite', async () => {
+  test('SQLite', async (ctx) => {
     const child = await startChildServer({ user: { name: 'dl', password: 'dl-password' } });
-    try {
-      const reached = await downloadAndKill(child);
-      const t = await startTestServer({
-        dataDir: child.dataDir,
-        env: { REMESSA_SECRET: child.env.REMESSA_SECRET! },
-      });
-      try {
-        check(reached, await t.server.services.audit.query({ event: 'download', limit: 100_000 }));
-      } finally {
-        await t.close();
-      }
-    } finally {
-      await child.close();
-    }
+    closeWith(ctx, child);
+    const reached = await downloadAndKill(child);
+    const t = await serverFor(ctx, {
+      dataDir: child.dataDir,
+      env: { REMESSA_SECRET: child.env.REMESSA_SECRET! },
+    });
+    check(reached, await t.server.services.audit.query({ event: 'download', limit: 100_000 }));
   });
 
-  test('PostgreSQL', { skip: available ? false : PG_SKIP }, async () => {
+  test('PostgreSQL', { skip: available ? false : PG_SKIP }, async (ctx) => {
     const database = await createTempDatabase();
-    try {
-      // The user is added by the child helper through the CLI, on the same database.
-      const child = await startChildServer({
-        user: { name: 'dl', password: 'dl-password' },
-        env: { REMESSA_DATABASE_URL: database.url },
-      });
-      try {
-        const reached = await downloadAndKill(child);
-        const client = new pg.Client({ connectionString: database.url });
-        await client.connect();
-        try {
-          const { rows } = await client.query<Row>(
-            "select file_id, detail from audit where event = 'download' order by id",
-          );
-          check(reached, rows);
-        } finally {
-          await client.end();
-        }
-      } finally {
-        await child.close();
-      }
-    } finally {
-      await database.drop();
-    }
+    closeWith(ctx, () => database.drop());
+    // The user is added by the child helper through the CLI, on the same database.
+    const child = await startChildServer({
+      user: { name: 'dl', password: 'dl-password' },
+      env: { REMESSA_DATABASE_URL: database.url },
+    });
+    closeWith(ctx, child);
+    const reached = await downloadAndKill(child);
+    const client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    closeWith(ctx, () => client.end());
+    const { rows } = await client.query<Row>(
+      "select file_id, detail from audit where event = 'download' order by id",
+    );
+    check(reached, rows);
   });
 });

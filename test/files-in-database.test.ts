@@ -6,10 +6,18 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { FileStore } from '../src/files/file-store.js';
-import { blobFiles, bytes, type FileEntry, footprint, uploadMultipart, uploadRaw } from './helpers/files.js';
+import {
+  blobFiles,
+  bytes,
+  type FileEntry,
+  footprint,
+  uploadFile,
+  uploadMultipart,
+  uploadRaw,
+} from './helpers/files.js';
 import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
 import { httpHead, rawRequest } from './helpers/raw.js';
-import { basic, call, startTestServer, type TestServer } from './helpers/server.js';
+import { basic, call, serverFor, startTestServer, type TestServer } from './helpers/server.js';
 
 const pg = await postgresAvailable();
 if (!pg && PG_REQUIRED) throw new Error(PG_SKIP);
@@ -71,9 +79,7 @@ for (const backend of ['sqlite', 'postgres'] as const) {
 
     test('a raw upload within the limit: row and contents in one commit, no blob, served whole, by range and HEAD', async () => {
       const data = bytes(8 * 1024);
-      const up = await uploadRaw(t, auth, data, { file: 'invoice.edi' });
-      assert.equal(up.status, 200);
-      const f = (up.body['files'] as FileEntry[])[0]!;
+      const f = await uploadFile(t, auth, 'invoice.edi', data);
       const row = await rowOf(t, f.id);
       assert.equal(row.contents_in_db, 1);
       assert.deepEqual(await t.server.services.files.store.contents(row.id), data);
@@ -117,8 +123,7 @@ for (const backend of ['sqlite', 'postgres'] as const) {
     test('over the limit, or of unknown size (chunked), the contents go to the blob store', async () => {
       const before = (await blobFiles(t)).length;
       const big = bytes(8 * 1024 + 1);
-      const up = await uploadRaw(t, auth, big, { file: 'big.bin' });
-      const f = (up.body['files'] as FileEntry[])[0]!;
+      const f = await uploadFile(t, auth, 'big.bin', big);
       assert.equal((await rowOf(t, f.id)).contents_in_db, 0);
       assert.equal(await t.server.services.files.store.contents(f.id), undefined);
 
@@ -157,8 +162,7 @@ for (const backend of ['sqlite', 'postgres'] as const) {
     });
 
     test('missing contents are detected: 500 and a file.corrupt audit row', async () => {
-      const up = await uploadRaw(t, auth, bytes(3000), { file: 'damaged.bin' });
-      const f = (up.body['files'] as FileEntry[])[0]!;
+      const f = await uploadFile(t, auth, 'damaged.bin', bytes(3000));
       const row = await rowOf(t, f.id);
       await t.server.services.db.deleteFrom('file_contents').where('file_id', '=', row.id).execute();
       const r = await call(f.linkURL);
@@ -176,74 +180,59 @@ for (const backend of ['sqlite', 'postgres'] as const) {
 }
 
 describe('small files in the database: limits and settings', () => {
-  test('a file over REMESSA_MAX_FILE_SIZE is refused (413) though within the inline limit; nothing stored', async () => {
-    const t = await startTestServer({
+  test('a file over REMESSA_MAX_FILE_SIZE is refused (413) though within the inline limit; nothing stored', async (ctx) => {
+    const t = await serverFor(ctx, {
       env: { REMESSA_MAX_FILE_SIZE: '100', REMESSA_INLINE_MAX_SIZE: '64KiB' },
     });
-    try {
-      await t.createUser('small', 'small-password');
-      const up = await uploadRaw(t, auth, bytes(200), { file: 'x.bin' });
-      assert.equal(up.status, 413);
-      assert.deepEqual(await footprint(t), { blobs: 0, temps: 0, files: 0, links: 0 });
-    } finally {
-      await t.close();
-    }
+    await t.createUser('small', 'small-password');
+    const up = await uploadRaw(t, auth, bytes(200), { file: 'x.bin' });
+    assert.equal(up.status, 413);
+    assert.deepEqual(await footprint(t), { blobs: 0, temps: 0, files: 0, links: 0 });
   });
 
-  test('REMESSA_VERIFY_DOWNLOADS=always re-hashes contents kept in the database', async () => {
-    const t = await startTestServer({ env: { REMESSA_VERIFY_DOWNLOADS: 'always' } });
-    try {
-      await t.createUser('small', 'small-password');
-      const up = await uploadRaw(t, auth, bytes(500), { file: 'rot.bin' });
-      const f = (up.body['files'] as FileEntry[])[0]!;
-      const row = await rowOf(t, f.id);
-      assert.equal(row.contents_in_db, 1);
-      // Downloaded once before the damage: 'always' reads the contents anew, never a copy in memory.
-      assert.equal((await call(f.linkURL)).status, 200);
-      await t.server.services.db
-        .updateTable('file_contents')
-        .set({ data: bytes(500) })
-        .where('file_id', '=', row.id)
-        .execute();
-      assert.equal((await call(f.linkURL)).status, 500);
-    } finally {
-      await t.close();
-    }
+  test('REMESSA_VERIFY_DOWNLOADS=always re-hashes contents kept in the database', async (ctx) => {
+    const t = await serverFor(ctx, { env: { REMESSA_VERIFY_DOWNLOADS: 'always' } });
+    await t.createUser('small', 'small-password');
+    const f = await uploadFile(t, auth, 'rot.bin', bytes(500));
+    const row = await rowOf(t, f.id);
+    assert.equal(row.contents_in_db, 1);
+    // Downloaded once before the damage: 'always' reads the contents anew, never a copy in memory.
+    assert.equal((await call(f.linkURL)).status, 200);
+    await t.server.services.db
+      .updateTable('file_contents')
+      .set({ data: bytes(500) })
+      .where('file_id', '=', row.id)
+      .execute();
+    assert.equal((await call(f.linkURL)).status, 500);
   });
 
-  test('contents read once are kept in memory under their file id until the file is deleted', async () => {
-    const t = await startTestServer();
-    try {
-      await t.createUser('small', 'small-password');
-      const data = bytes(700);
-      const up = await uploadRaw(t, auth, data, { file: 'kept.bin' });
-      const f = (up.body['files'] as FileEntry[])[0]!;
-      const store = new FileStore(t.server.services.db, 'sqlite');
-      const id = f.id;
-      assert.deepEqual(await store.contents(id), data);
-      // The row behind it goes (as only a purge does, with the file): the copy answers meanwhile…
-      await t.server.services.db.deleteFrom('file_contents').where('file_id', '=', id).execute();
-      assert.deepEqual(await store.contents(id), data);
-      assert.equal(await store.contents(id, { cached: false }), undefined);
-      // …and goes with the file.
-      await t.server.services.db
-        .updateTable('files')
-        .set({ state: 'purging', purge_at: 1 })
-        .where('id', '=', id)
-        .execute();
-      assert.ok(await store.deleteFile(id, 1));
-      assert.equal(await store.contents(id), undefined);
-    } finally {
-      await t.close();
-    }
+  test('contents read once are kept in memory under their file id until the file is deleted', async (ctx) => {
+    const t = await serverFor(ctx);
+    await t.createUser('small', 'small-password');
+    const data = bytes(700);
+    const f = await uploadFile(t, auth, 'kept.bin', data);
+    const store = new FileStore(t.server.services.db, 'sqlite');
+    const id = f.id;
+    assert.deepEqual(await store.contents(id), data);
+    // The row behind it goes (as only a purge does, with the file): the copy answers meanwhile…
+    await t.server.services.db.deleteFrom('file_contents').where('file_id', '=', id).execute();
+    assert.deepEqual(await store.contents(id), data);
+    assert.equal(await store.contents(id, { cached: false }), undefined);
+    // …and goes with the file.
+    await t.server.services.db
+      .updateTable('files')
+      .set({ state: 'purging', purge_at: 1 })
+      .where('id', '=', id)
+      .execute();
+    assert.ok(await store.deleteFile(id, 1));
+    assert.equal(await store.contents(id), undefined);
   });
 
   test('REMESSA_INLINE_MAX_SIZE=0 keeps every upload in the blob store; a bad value is refused', async () => {
     const t = await startTestServer({ env: { REMESSA_INLINE_MAX_SIZE: '0' } });
     try {
       await t.createUser('small', 'small-password');
-      const up = await uploadRaw(t, auth, bytes(10), { file: 'tiny.bin' });
-      const f = (up.body['files'] as FileEntry[])[0]!;
+      const f = await uploadFile(t, auth, 'tiny.bin', bytes(10));
       assert.equal((await rowOf(t, f.id)).contents_in_db, 0);
       assert.equal((await blobFiles(t)).length, 1);
     } finally {

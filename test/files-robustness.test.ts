@@ -14,6 +14,7 @@ import {
   type FileEntry,
   finishedDownloads,
   footprint,
+  uploadFile,
   uploadMultipart,
   uploadRaw,
 } from './helpers/files.js';
@@ -21,7 +22,8 @@ import { eventually, MailSink } from './helpers/peers.js';
 import {
   basic,
   call,
-  closeAll,
+  closeWith,
+  serverFor,
   startChildServer,
   startTestServer,
   type TestServer,
@@ -106,55 +108,51 @@ describe('uploads that fail leave nothing behind', () => {
 });
 
 describe('storage cleanup racing an upload', () => {
-  test('a blob the reconciler removed before its row committed fails the upload with a 503; no row names a missing blob', async () => {
-    const t = await startTestServer({ env: { REMESSA_INLINE_MAX_SIZE: '0' } });
-    try {
-      await t.createUser('race', 'race-password');
-      const B = 'race-boundary';
-      const part = (name: string) =>
-        Buffer.from(
-          `--${B}\r\nContent-Disposition: form-data; name="${name}"; filename="${name}.bin"\r\n` +
-            'Content-Type: application/octet-stream\r\n\r\n',
-        );
-      const first = Buffer.concat([part('first'), bytes(100 * 1024), Buffer.from('\r\n')]);
-      const rest = Buffer.concat([part('second'), bytes(200 * 1024), Buffer.from(`\r\n--${B}--\r\n`)]);
-      const req = request(new URL(`${t.base}/upload`), {
-        method: 'POST',
-        headers: {
-          Authorization: basic('race', 'race-password'),
-          'Content-Type': `multipart/form-data; boundary=${B}`,
-          'Content-Length': String(first.length + rest.length),
-        },
+  test('a blob the reconciler removed before its row committed fails the upload with a 503; no row names a missing blob', async (ctx) => {
+    const t = await serverFor(ctx, { env: { REMESSA_INLINE_MAX_SIZE: '0' } });
+    await t.createUser('race', 'race-password');
+    const B = 'race-boundary';
+    const part = (name: string) =>
+      Buffer.from(
+        `--${B}\r\nContent-Disposition: form-data; name="${name}"; filename="${name}.bin"\r\n` +
+          'Content-Type: application/octet-stream\r\n\r\n',
+      );
+    const first = Buffer.concat([part('first'), bytes(100 * 1024), Buffer.from('\r\n')]);
+    const rest = Buffer.concat([part('second'), bytes(200 * 1024), Buffer.from(`\r\n--${B}--\r\n`)]);
+    const req = request(new URL(`${t.base}/upload`), {
+      method: 'POST',
+      headers: {
+        Authorization: basic('race', 'race-password'),
+        'Content-Type': `multipart/form-data; boundary=${B}`,
+        'Content-Length': String(first.length + rest.length),
+      },
+    });
+    const answer = new Promise<{ status: number; body: Record<string, unknown> }>((resolve, reject) => {
+      req.on('response', (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
       });
-      const answer = new Promise<{ status: number; body: Record<string, unknown> }>((resolve, reject) => {
-        req.on('response', (res) => {
-          let text = '';
-          res.on('data', (c: Buffer) => (text += c));
-          res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
-        });
-        req.on('error', reject);
-      });
-      // The first file whole and the second begun: the first one's blob is stored, its row not yet.
-      req.write(Buffer.concat([first, rest.subarray(0, 1000)]));
-      const { db, blobs, reconciler } = t.server.services;
-      const stored = await eventually(async () => {
-        for await (const o of blobs.list()) return o.key;
-        return undefined;
-      });
-      // What the reconciler does to an intent it takes for a dead writer's (here: stale).
-      await db.updateTable('blob_intents').set({ touched_at: 0 }).where('blob_key', '=', stored).execute();
-      await reconciler.reconcile();
-      assert.equal(await blobs.stat(stored), null);
-      req.end(rest.subarray(1000));
-      const r = await answer;
-      assert.equal(r.status, 503);
-      assert.match(String(r.body['description']), /Service Unavailable/);
-      assert.deepEqual(await footprint(t), { blobs: 0, temps: 0, files: 0, links: 0 });
-      const failed = await t.server.services.audit.query({ event: 'upload.failed' });
-      assert.equal(failed.length, 1);
-    } finally {
-      await t.close();
-    }
+      req.on('error', reject);
+    });
+    // The first file whole and the second begun: the first one's blob is stored, its row not yet.
+    req.write(Buffer.concat([first, rest.subarray(0, 1000)]));
+    const { db, blobs, reconciler } = t.server.services;
+    const stored = await eventually(async () => {
+      for await (const o of blobs.list()) return o.key;
+      return undefined;
+    });
+    // What the reconciler does to an intent it takes for a dead writer's (here: stale).
+    await db.updateTable('blob_intents').set({ touched_at: 0 }).where('blob_key', '=', stored).execute();
+    await reconciler.reconcile();
+    assert.equal(await blobs.stat(stored), null);
+    req.end(rest.subarray(1000));
+    const r = await answer;
+    assert.equal(r.status, 503);
+    assert.match(String(r.body['description']), /Service Unavailable/);
+    assert.deepEqual(await footprint(t), { blobs: 0, temps: 0, files: 0, links: 0 });
+    const failed = await t.server.services.audit.query({ event: 'upload.failed' });
+    assert.equal(failed.length, 1);
   });
 });
 
@@ -180,26 +178,22 @@ describe('a full disk', () => {
       ctx.skip('cannot mount a small tmpfs here (needs root): full-disk test skipped');
       return;
     }
-    const t = await startTestServer({ dataDir: mountPoint });
-    try {
-      await t.createUser('full', 'full-password');
-      const auth = basic('full', 'full-password');
-      const r = await uploadRaw(t, auth, bytes(8 * MiB), { file: 'toobig.bin' });
-      assert.equal(r.status, 503);
-      assert.equal(r.body['description'], 'Service Unavailable');
-      assert.equal(r.headers.get('retry-after'), '60');
-      assert.deepEqual(await footprint(t), { blobs: 0, temps: 0, files: 0, links: 0 });
-      // The same as a part of a multipart body (it was a 400 "malformed multipart body: ENOSPC",
-      // which tells a client not to retry; found by a crash probe).
-      const multi = await uploadMultipart(t, auth, [{ filename: 'toobig.bin', data: bytes(8 * MiB) }]);
-      assert.equal(multi.status, 503);
-      assert.equal(multi.headers.get('retry-after'), '60');
-      assert.deepEqual(await footprint(t), { blobs: 0, temps: 0, files: 0, links: 0 });
-      const ok = await uploadRaw(t, auth, bytes(1000), { file: 'small.bin' });
-      assert.equal(ok.status, 200);
-    } finally {
-      await t.close();
-    }
+    const t = await serverFor(ctx, { dataDir: mountPoint });
+    await t.createUser('full', 'full-password');
+    const auth = basic('full', 'full-password');
+    const r = await uploadRaw(t, auth, bytes(8 * MiB), { file: 'toobig.bin' });
+    assert.equal(r.status, 503);
+    assert.equal(r.body['description'], 'Service Unavailable');
+    assert.equal(r.headers.get('retry-after'), '60');
+    assert.deepEqual(await footprint(t), { blobs: 0, temps: 0, files: 0, links: 0 });
+    // The same as a part of a multipart body (it was a 400 "malformed multipart body: ENOSPC",
+    // which tells a client not to retry; found by a crash probe).
+    const multi = await uploadMultipart(t, auth, [{ filename: 'toobig.bin', data: bytes(8 * MiB) }]);
+    assert.equal(multi.status, 503);
+    assert.equal(multi.headers.get('retry-after'), '60');
+    assert.deepEqual(await footprint(t), { blobs: 0, temps: 0, files: 0, links: 0 });
+    const ok = await uploadRaw(t, auth, bytes(1000), { file: 'small.bin' });
+    assert.equal(ok.status, 200);
   });
   test('a full disk fails sign-ins cleanly: 503 with Retry-After, nothing half-done, and works again once space returns', async (ctx) => {
     if (!mounted) {
@@ -207,59 +201,55 @@ describe('a full disk', () => {
       return;
     }
     const dataDir = path.join(mountPoint, 'signins');
-    const t = await startTestServer({ dataDir });
+    const t = await serverFor(ctx, { dataDir });
     const filler = path.join(mountPoint, 'filler');
-    try {
-      await t.createUser('fullsign', 'fullsign-password');
-      // Fill what is left of the disk.
-      await fillDisk(filler);
-      const token = () =>
-        call(`${t.base}/oauth2/token`, {
-          method: 'POST',
-          headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
-          body: new URLSearchParams({
-            grant_type: 'password',
-            username: 'fullsign',
-            password: 'fullsign-password',
-          }),
-        });
-      const login = () =>
-        call(`${t.base}/auth/login`, {
-          method: 'POST',
-          headers: { Authorization: basic('fullsign', 'fullsign-password') },
-        });
-      // SQLite may still have room in pages it holds: the WAL is reused after each checkpoint (in
-      // their own thread, which now fail). Use that up, then a few sign-ins use up the rest.
-      for (let i = 0; i < 10_000; i++) {
-        const wrote = await t.server.services.audit
-          .record({ event: 'user.updated', detail: 'x'.repeat(100_000) })
-          .then(() => true)
-          .catch(() => false);
-        if (!wrote) break;
-      }
-      const answers: number[] = [];
-      for (let i = 0; i < 40 && !answers.includes(503); i++) answers.push((await login()).status);
-      assert.ok(answers.includes(503), `no 503 in ${answers.join(',')}`);
-      assert.ok(
-        answers.every((s) => s === 200 || s === 503),
-        answers.join(','),
-      );
-      const refused = await login();
-      assert.equal(refused.status, 503);
-      assert.equal(refused.body['description'], 'Service Unavailable');
-      assert.equal(refused.headers.get('retry-after'), '60');
-      const oauth = await token();
-      assert.equal(oauth.status, 503);
-      assert.equal(oauth.body['error'], 503);
-      assert.equal(oauth.headers.get('retry-after'), '60');
-      assert.ok(!t.logs.some((l) => /"level":50/.test(l) && l.includes('request failed')));
-      await rm(filler);
-      assert.equal((await login()).status, 200);
-      assert.equal((await token()).status, 200);
-    } finally {
-      await rm(filler, { force: true });
-      await t.close();
+    closeWith(ctx, () => rm(filler, { force: true }));
+    await t.createUser('fullsign', 'fullsign-password');
+    // Fill what is left of the disk.
+    await fillDisk(filler);
+    const token = () =>
+      call(`${t.base}/oauth2/token`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({
+          grant_type: 'password',
+          username: 'fullsign',
+          password: 'fullsign-password',
+        }),
+      });
+    const login = () =>
+      call(`${t.base}/auth/login`, {
+        method: 'POST',
+        headers: { Authorization: basic('fullsign', 'fullsign-password') },
+      });
+    // SQLite may still have room in pages it holds: the WAL is reused after each checkpoint (in
+    // their own thread, which now fail). Use that up, then a few sign-ins use up the rest.
+    for (let i = 0; i < 10_000; i++) {
+      const wrote = await t.server.services.audit
+        .record({ event: 'user.updated', detail: 'x'.repeat(100_000) })
+        .then(() => true)
+        .catch(() => false);
+      if (!wrote) break;
     }
+    const answers: number[] = [];
+    for (let i = 0; i < 40 && !answers.includes(503); i++) answers.push((await login()).status);
+    assert.ok(answers.includes(503), `no 503 in ${answers.join(',')}`);
+    assert.ok(
+      answers.every((s) => s === 200 || s === 503),
+      answers.join(','),
+    );
+    const refused = await login();
+    assert.equal(refused.status, 503);
+    assert.equal(refused.body['description'], 'Service Unavailable');
+    assert.equal(refused.headers.get('retry-after'), '60');
+    const oauth = await token();
+    assert.equal(oauth.status, 503);
+    assert.equal(oauth.body['error'], 503);
+    assert.equal(oauth.headers.get('retry-after'), '60');
+    assert.ok(!t.logs.some((l) => /"level":50/.test(l) && l.includes('request failed')));
+    await rm(filler);
+    assert.equal((await login()).status, 200);
+    assert.equal((await token()).status, 200);
   });
   test('a full disk refuses downloads whose audit row cannot be written: 503 with Retry-After and no byte; every one served is audited', async (ctx) => {
     if (!mounted) {
@@ -267,70 +257,59 @@ describe('a full disk', () => {
       return;
     }
     const dataDir = path.join(mountPoint, 'downloads');
-    const t = await startTestServer({ dataDir });
+    const t = await serverFor(ctx, { dataDir });
     const filler = path.join(mountPoint, 'filler-downloads');
-    try {
-      await t.createUser('fulldl', 'fulldl-password');
-      const data = bytes(4096);
-      const up = await uploadRaw(t, basic('fulldl', 'fulldl-password'), data, { file: 'small.bin' });
-      const link = (up.body['files'] as FileEntry[])[0]!.linkURL;
-      await fillDisk(filler);
-      // SQLite may still have room in pages it holds; a few downloads use it up.
-      let served = 0;
-      let refused: Awaited<ReturnType<typeof fetch>> | null = null;
-      for (let i = 0; i < 200 && !refused; i++) {
-        const res = await fetch(link);
-        if (res.status === 200) {
-          assert.ok(Buffer.from(await res.arrayBuffer()).equals(data));
-          served++;
-        } else refused = res;
-      }
-      assert.ok(refused, `no refusal in ${served} downloads`);
-      assert.equal(refused.status, 503);
-      assert.equal(refused.headers.get('retry-after'), '60');
-      assert.match(refused.headers.get('content-type') ?? '', /^application\/json/);
-      assert.equal(refused.headers.get('content-disposition'), null);
-      const body = (await refused.json()) as Record<string, unknown>;
-      assert.equal(body['description'], 'Service Unavailable');
-      await rm(filler);
-      // Every download that was served has its row (some may still say the outcome is unknown:
-      // the disk filled between their first byte and their end).
-      assert.equal((await t.server.services.audit.query({ event: 'download' })).length, served);
-      const again = await fetch(link);
-      assert.equal(again.status, 200);
-      assert.ok(Buffer.from(await again.arrayBuffer()).equals(data));
-      assert.ok(!t.logs.some((l) => /"level":50/.test(l)), 'nothing logged at error level');
-    } finally {
-      await rm(filler, { force: true });
-      await t.close();
+    closeWith(ctx, () => rm(filler, { force: true }));
+    await t.createUser('fulldl', 'fulldl-password');
+    const data = bytes(4096);
+    const up = await uploadRaw(t, basic('fulldl', 'fulldl-password'), data, { file: 'small.bin' });
+    const link = (up.body['files'] as FileEntry[])[0]!.linkURL;
+    await fillDisk(filler);
+    // SQLite may still have room in pages it holds; a few downloads use it up.
+    let served = 0;
+    let refused: Awaited<ReturnType<typeof fetch>> | null = null;
+    for (let i = 0; i < 200 && !refused; i++) {
+      const res = await fetch(link);
+      if (res.status === 200) {
+        assert.ok(Buffer.from(await res.arrayBuffer()).equals(data));
+        served++;
+      } else refused = res;
     }
+    assert.ok(refused, `no refusal in ${served} downloads`);
+    assert.equal(refused.status, 503);
+    assert.equal(refused.headers.get('retry-after'), '60');
+    assert.match(refused.headers.get('content-type') ?? '', /^application\/json/);
+    assert.equal(refused.headers.get('content-disposition'), null);
+    const body = (await refused.json()) as Record<string, unknown>;
+    assert.equal(body['description'], 'Service Unavailable');
+    await rm(filler);
+    // Every download that was served has its row (some may still say the outcome is unknown:
+    // the disk filled between their first byte and their end).
+    assert.equal((await t.server.services.audit.query({ event: 'download' })).length, served);
+    const again = await fetch(link);
+    assert.equal(again.status, 200);
+    assert.ok(Buffer.from(await again.arrayBuffer()).equals(data));
+    assert.ok(!t.logs.some((l) => /"level":50/.test(l)), 'nothing logged at error level');
   });
 });
 
 describe('a crash mid-upload', () => {
-  test('kill -9 leaves a temp file; the next start removes it and nothing else', async () => {
+  test('kill -9 leaves a temp file; the next start removes it and nothing else', async (ctx) => {
     const child = await startChildServer({ user: { name: 'crash', password: 'crash-password' } });
     const { base, dataDir } = child;
-    try {
-      await child.start();
-      const req = streamingUpload(base, basic('crash', 'crash-password'), 'interrupted.bin');
-      req.write(randomBytes(MiB));
-      const tmp = path.join(dataDir, 'tmp');
-      await eventually(async () => (await readdir(tmp)).length === 1);
-      await child.kill();
-      req.destroy();
-      assert.equal((await readdir(tmp)).length, 1, 'the crash left a partial file');
+    closeWith(ctx, child);
+    await child.start();
+    const req = streamingUpload(base, basic('crash', 'crash-password'), 'interrupted.bin');
+    req.write(randomBytes(MiB));
+    const tmp = path.join(dataDir, 'tmp');
+    await eventually(async () => (await readdir(tmp)).length === 1);
+    await child.kill();
+    req.destroy();
+    assert.equal((await readdir(tmp)).length, 1, 'the crash left a partial file');
 
-      const t = await startTestServer({ dataDir, env: { REMESSA_SECRET: child.env.REMESSA_SECRET! } });
-      try {
-        assert.deepEqual(await footprint(t), { blobs: 0, temps: 0, files: 0, links: 0 });
-        assert.ok(t.logs.some((l) => l.includes('removed partial uploads')));
-      } finally {
-        await t.close();
-      }
-    } finally {
-      await child.close();
-    }
+    const t = await serverFor(ctx, { dataDir, env: { REMESSA_SECRET: child.env.REMESSA_SECRET! } });
+    assert.deepEqual(await footprint(t), { blobs: 0, temps: 0, files: 0, links: 0 });
+    assert.ok(t.logs.some((l) => l.includes('removed partial uploads')));
   });
 });
 
@@ -372,8 +351,7 @@ describe('damaged contents are detected on download', () => {
 
   test('a blob rewritten with the same bytes (restored from backup) is re-verified and served', async () => {
     const data = bytes(70_000);
-    const up = await uploadRaw(t, auth, data, { file: 'restored.bin' });
-    const f = (up.body['files'] as FileEntry[])[0]!;
+    const f = await uploadFile(t, auth, 'restored.bin', data);
     const blob = await blobPathOf(t, f.id);
     await rm(blob);
     await writeFile(blob, data);
@@ -384,36 +362,32 @@ describe('damaged contents are detected on download', () => {
     assert.equal(row!.blob_fingerprint, (await t.server.services.blobs.stat(row!.blob_key))!.fingerprint);
   });
 
-  test('REMESSA_VERIFY_DOWNLOADS=always catches silent corruption: small → 500, large → broken transfer', async () => {
-    const v = await startTestServer({
+  test('REMESSA_VERIFY_DOWNLOADS=always catches silent corruption: small → 500, large → broken transfer', async (ctx) => {
+    const v = await serverFor(ctx, {
       env: { REMESSA_VERIFY_DOWNLOADS: 'always', REMESSA_INLINE_MAX_SIZE: '0' },
     });
-    try {
-      await v.createUser('integrity', 'integrity-password');
-      const silently = async (size: number, name: string) => {
-        const r = await uploadRaw(v, auth, bytes(size), { file: name });
-        const f = (r.body['files'] as FileEntry[])[0]!;
-        const row = (await v.server.services.files.store.byId(f.id))!;
-        await writeFile(await blobPathOf(v, f.id), bytes(size));
-        // Bit rot does not change the file's metadata: pretend the fingerprint still matches.
-        await v.server.services.files.store.setFingerprint(
-          f.id,
-          (await v.server.services.blobs.stat(row.blob_key))!.fingerprint,
-        );
-        return f;
-      };
-      const small = await silently(10_000, 'small.bin');
-      assert.equal((await call(small.linkURL)).status, 500);
-      const large = await silently(20 * MiB, 'large.bin');
-      const res = await fetch(large.linkURL);
-      assert.equal(res.status, 200, 'headers went out before the damage was known');
-      await assert.rejects(res.arrayBuffer(), 'the transfer is cut short, never completed with wrong bytes');
-      await eventually(
-        async () => (await v.server.services.audit.query({ event: 'file.corrupt' })).length === 2,
+    await v.createUser('integrity', 'integrity-password');
+    const silently = async (size: number, name: string) => {
+      const r = await uploadRaw(v, auth, bytes(size), { file: name });
+      const f = (r.body['files'] as FileEntry[])[0]!;
+      const row = (await v.server.services.files.store.byId(f.id))!;
+      await writeFile(await blobPathOf(v, f.id), bytes(size));
+      // Bit rot does not change the file's metadata: pretend the fingerprint still matches.
+      await v.server.services.files.store.setFingerprint(
+        f.id,
+        (await v.server.services.blobs.stat(row.blob_key))!.fingerprint,
       );
-    } finally {
-      await v.close();
-    }
+      return f;
+    };
+    const small = await silently(10_000, 'small.bin');
+    assert.equal((await call(small.linkURL)).status, 500);
+    const large = await silently(20 * MiB, 'large.bin');
+    const res = await fetch(large.linkURL);
+    assert.equal(res.status, 200, 'headers went out before the damage was known');
+    await assert.rejects(res.arrayBuffer(), 'the transfer is cut short, never completed with wrong bytes');
+    await eventually(
+      async () => (await v.server.services.audit.query({ event: 'file.corrupt' })).length === 2,
+    );
   });
 });
 
@@ -466,33 +440,29 @@ async function endDownloadWhileLocked(
 }
 
 describe('the database out of reach when a download ends', () => {
-  test("the download's outcome, count and mailbox retirement are written once it is back", async () => {
-    const t = await startTestServer({ env: { REMESSA_RETIRE_ON_DOWNLOAD: 'true' }, startWorkers: false });
-    try {
-      await t.createUser('mbox', 'mbox-password');
-      // More than the socket buffers hold, so the response waits for the client to read.
-      const data = bytes(24 * MiB);
-      const up = await uploadRaw(t, basic('mbox', 'mbox-password'), data, { file: 'late.bin' });
-      const url = new URL((up.body['files'] as FileEntry[])[0]!.linkURL);
-      await endDownloadWhileLocked(t, url, data.length);
-      assert.equal((await finishedDownloads(t)).length, 0, 'no outcome yet');
-      const waiting = t.server.workers.get('download-bookkeeping')!;
-      await waiting.runOnce();
-      const [row] = await finishedDownloads(t);
-      assert.match(row!.detail!, /"bytes":25165824,"complete":true/);
-      const links = await t.server.services.db.selectFrom('links').select('downloads').execute();
-      assert.deepEqual(
-        links.map((l) => l.downloads),
-        [1],
-      );
-      // Mailbox mode: the complete download retired the file, as it would have at once.
-      assert.equal((await call(url.href)).status, 401);
-      // Nothing is left to try, and trying again changes nothing.
-      await waiting.runOnce();
-      assert.equal((await finishedDownloads(t)).length, 1);
-    } finally {
-      await t.close();
-    }
+  test("the download's outcome, count and mailbox retirement are written once it is back", async (ctx) => {
+    const t = await serverFor(ctx, { env: { REMESSA_RETIRE_ON_DOWNLOAD: 'true' }, startWorkers: false });
+    await t.createUser('mbox', 'mbox-password');
+    // More than the socket buffers hold, so the response waits for the client to read.
+    const data = bytes(24 * MiB);
+    const up = await uploadRaw(t, basic('mbox', 'mbox-password'), data, { file: 'late.bin' });
+    const url = new URL((up.body['files'] as FileEntry[])[0]!.linkURL);
+    await endDownloadWhileLocked(t, url, data.length);
+    assert.equal((await finishedDownloads(t)).length, 0, 'no outcome yet');
+    const waiting = t.server.workers.get('download-bookkeeping')!;
+    await waiting.runOnce();
+    const [row] = await finishedDownloads(t);
+    assert.match(row!.detail!, /"bytes":25165824,"complete":true/);
+    const links = await t.server.services.db.selectFrom('links').select('downloads').execute();
+    assert.deepEqual(
+      links.map((l) => l.downloads),
+      [1],
+    );
+    // Mailbox mode: the complete download retired the file, as it would have at once.
+    assert.equal((await call(url.href)).status, 401);
+    // Nothing is left to try, and trying again changes nothing.
+    await waiting.runOnce();
+    assert.equal((await finishedDownloads(t)).length, 1);
   });
 
   test('bookkeeping still out of reach at shutdown is logged as given up', async () => {
@@ -518,7 +488,7 @@ describe('the database out of reach when a download ends', () => {
     }
   });
 
-  test('the sender hears of the first complete download once, though an earlier one is counted late (found by a review)', async () => {
+  test('the sender hears of the first complete download once, though an earlier one is counted late (found by a review)', async (ctx) => {
     const mail = await MailSink.start();
     const t = await startTestServer({
       env: {
@@ -529,39 +499,36 @@ describe('the database out of reach when a download ends', () => {
       },
       startWorkers: false,
     });
-    try {
-      await t.createUser('sender', 'sender-password', { email: 'sender@example.com', lang: 'en' });
-      const data = bytes(24 * MiB);
-      const up = await uploadRaw(t, basic('sender', 'sender-password'), data, {
-        file: 'twice.bin',
-        m: 'ana@example.com',
-      });
-      assert.equal(up.status, 200);
-      await t.server.services.notify.deliverDue();
-      const link = /https?:\/\/\S+download\/file\?\S+/.exec(
-        (await mail.take('ana@example.com')).text ?? '',
-      )![0];
-      // Download A ends while the database is locked: its count waits. Download B then completes
-      // and is counted first: B is the link's first complete download, and A, counted later, is not.
-      await endDownloadWhileLocked(t, new URL(link), data.length);
-      const b = await call(link);
-      assert.equal(b.status, 200);
-      // B's bookkeeping, done, shows the database is back: A's is tried again without waiting for
-      // the job's next pass.
-      await eventually(async () => (await finishedDownloads(t)).length === 2);
-      const counts = await t.server.services.db.selectFrom('links').select(['kind', 'downloads']).execute();
-      assert.deepEqual(
-        counts.filter((l) => l.kind === 'recipient').map((l) => l.downloads),
-        [2],
-      );
-      const confirmations = await t.server.services.db
-        .selectFrom('outbox')
-        .select('id')
-        .where('kind', '=', 'download-confirmation')
-        .execute();
-      assert.equal(confirmations.length, 1);
-    } finally {
-      await closeAll(t, mail);
-    }
+    closeWith(ctx, t, mail);
+    await t.createUser('sender', 'sender-password', { email: 'sender@example.com', lang: 'en' });
+    const data = bytes(24 * MiB);
+    const up = await uploadRaw(t, basic('sender', 'sender-password'), data, {
+      file: 'twice.bin',
+      m: 'ana@example.com',
+    });
+    assert.equal(up.status, 200);
+    await t.server.services.notify.deliverDue();
+    const link = /https?:\/\/\S+download\/file\?\S+/.exec(
+      (await mail.take('ana@example.com')).text ?? '',
+    )![0];
+    // Download A ends while the database is locked: its count waits. Download B then completes
+    // and is counted first: B is the link's first complete download, and A, counted later, is not.
+    await endDownloadWhileLocked(t, new URL(link), data.length);
+    const b = await call(link);
+    assert.equal(b.status, 200);
+    // B's bookkeeping, done, shows the database is back: A's is tried again without waiting for
+    // the job's next pass.
+    await eventually(async () => (await finishedDownloads(t)).length === 2);
+    const counts = await t.server.services.db.selectFrom('links').select(['kind', 'downloads']).execute();
+    assert.deepEqual(
+      counts.filter((l) => l.kind === 'recipient').map((l) => l.downloads),
+      [2],
+    );
+    const confirmations = await t.server.services.db
+      .selectFrom('outbox')
+      .select('id')
+      .where('kind', '=', 'download-confirmation')
+      .execute();
+    assert.equal(confirmations.length, 1);
   });
 });

@@ -3,13 +3,24 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { bytes, type FileEntry, footprint, listArea, uploadMultipart, uploadRaw } from './helpers/files.js';
+import {
+  bytes,
+  type FileEntry,
+  finishedDownloads,
+  footprint,
+  listArea,
+  uploadFile,
+  uploadMultipart,
+  uploadRaw,
+} from './helpers/files.js';
+import { eventually } from './helpers/peers.js';
 import {
   basic,
   call,
   ERROR_KEYS,
   errorKeys,
   GO_TIME,
+  serverFor,
   startTestServer,
   type TestServer,
 } from './helpers/server.js';
@@ -95,9 +106,7 @@ describe('upload and download', () => {
 
   test('resume with Range: two halves make the file; unsatisfiable → 416; HEAD; conditional GET → 304', async () => {
     const data = bytes(300_001);
-    const up = await uploadRaw(t, alice, data, { file: 'resume.bin' });
-    assert.equal(up.status, 200);
-    const link = (up.body['files'] as FileEntry[])[0]!.linkURL;
+    const link = (await uploadFile(t, alice, 'resume.bin', data)).linkURL;
 
     const first = await download(link, { Range: 'bytes=0-99999' });
     assert.equal(first.res.status, 206);
@@ -298,178 +307,158 @@ describe('upload and download', () => {
 });
 
 describe('paging', () => {
-  test('oldest first, 100 a page, empty past the end', async () => {
-    const t = await startTestServer();
-    try {
-      await t.createUser('pager', 'pager-password');
-      const auth = basic('pager', 'pager-password');
-      // Many parts a request keeps this quick; one request carries at most 100 files.
-      const parts = Array.from({ length: 130 }, (_, i) => ({
-        filename: `f${String(i).padStart(3, '0')}.txt`,
-        data: Buffer.from(String(i)),
-      }));
-      const tooMany = await uploadMultipart(t, auth, [
-        ...parts.slice(0, 100),
-        { filename: 'x.txt', data: Buffer.from('x') },
-      ]);
-      assert.equal(tooMany.status, 413);
-      assert.deepEqual(await footprint(t), { blobs: 0, temps: 0, files: 0, links: 0 });
-      for (const chunk of [parts.slice(0, 100), parts.slice(100)]) {
-        const r = await uploadMultipart(t, auth, chunk);
-        assert.equal(r.status, 200, JSON.stringify(r.body).slice(0, 300));
-      }
-      const p1 = await listArea(t, 'pager', 'pager-password', 1);
-      const p2 = await listArea(t, 'pager', 'pager-password', 2);
-      const p3 = await listArea(t, 'pager', 'pager-password', 3);
-      assert.equal(p1.length, 100);
-      assert.equal(p2.length, 30);
-      assert.deepEqual(p3, []);
-      assert.equal(p1[0]!.name, 'f000.txt');
-      assert.equal(p2[29]!.name, 'f129.txt');
-    } finally {
-      await t.close();
+  test('oldest first, 100 a page, empty past the end', async (ctx) => {
+    const t = await serverFor(ctx);
+    await t.createUser('pager', 'pager-password');
+    const auth = basic('pager', 'pager-password');
+    // Many parts a request keeps this quick; one request carries at most 100 files.
+    const parts = Array.from({ length: 130 }, (_, i) => ({
+      filename: `f${String(i).padStart(3, '0')}.txt`,
+      data: Buffer.from(String(i)),
+    }));
+    const tooMany = await uploadMultipart(t, auth, [
+      ...parts.slice(0, 100),
+      { filename: 'x.txt', data: Buffer.from('x') },
+    ]);
+    assert.equal(tooMany.status, 413);
+    assert.deepEqual(await footprint(t), { blobs: 0, temps: 0, files: 0, links: 0 });
+    for (const chunk of [parts.slice(0, 100), parts.slice(100)]) {
+      const r = await uploadMultipart(t, auth, chunk);
+      assert.equal(r.status, 200, JSON.stringify(r.body).slice(0, 300));
     }
+    const p1 = await listArea(t, 'pager', 'pager-password', 1);
+    const p2 = await listArea(t, 'pager', 'pager-password', 2);
+    const p3 = await listArea(t, 'pager', 'pager-password', 3);
+    assert.equal(p1.length, 100);
+    assert.equal(p2.length, 30);
+    assert.deepEqual(p3, []);
+    assert.equal(p1[0]!.name, 'f000.txt');
+    assert.equal(p2[29]!.name, 'f129.txt');
   });
 });
 
 describe('lifecycle: area → backup → purge', () => {
-  test('link validity ends: the sweeper retires to backup, the backup link works, then the file is purged', async () => {
-    const t = await startTestServer({
+  test('link validity ends: the sweeper retires to backup, the backup link works, then the file is purged', async (ctx) => {
+    const t = await serverFor(ctx, {
       env: { REMESSA_LINK_DAYS: '2', REMESSA_BACKUP_DAYS: '3' },
       startWorkers: false,
     });
-    try {
-      await t.createUser('life', 'life-password');
-      const data = bytes(5000);
-      const up = await uploadRaw(t, basic('life', 'life-password'), data, { file: 'old.txt' });
-      const entry = (up.body['files'] as FileEntry[])[0]!;
-      const token = new URL(entry.linkURL).searchParams.get('k')!;
-      const sweep = () => t.server.workers.get('file-sweeper')!.runOnce();
+    await t.createUser('life', 'life-password');
+    const data = bytes(5000);
+    const up = await uploadRaw(t, basic('life', 'life-password'), data, { file: 'old.txt' });
+    const entry = (up.body['files'] as FileEntry[])[0]!;
+    const token = new URL(entry.linkURL).searchParams.get('k')!;
+    const sweep = () => t.server.workers.get('file-sweeper')!.runOnce();
 
-      await t.advanceClock(2 * DAY - 60_000);
-      await sweep();
-      assert.equal((await download(entry.linkURL)).res.status, 200, 'still inside its validity');
+    await t.advanceClock(2 * DAY - 60_000);
+    await sweep();
+    assert.equal((await download(entry.linkURL)).res.status, 200, 'still inside its validity');
 
-      await t.advanceClock(120_000);
-      await sweep();
-      assert.equal((await call(entry.linkURL)).status, 401, 'the area link is over');
-      assert.deepEqual(await listArea(t, 'life', 'life-password'), []);
-      const [backup] = await listArea(t, 'life', 'life-password', 1, true);
-      assert.equal(backup!.id, entry.id);
-      assert.match(backup!.linkURL, /\/download\/file\/backup\?lang=pt&z=/);
-      assert.equal(new URL(backup!.linkURL).searchParams.get('z'), token, 'the same token serves the backup');
-      const fromBackup = await download(backup!.linkURL);
-      assert.equal(fromBackup.res.status, 200);
-      assert.ok(fromBackup.body.equals(data));
-      // The area name is free again.
-      const again = await uploadRaw(t, basic('life', 'life-password'), data, { file: 'old.txt' });
-      assert.equal((again.body['files'] as FileEntry[])[0]!.name, 'old.txt');
+    await t.advanceClock(120_000);
+    await sweep();
+    assert.equal((await call(entry.linkURL)).status, 401, 'the area link is over');
+    assert.deepEqual(await listArea(t, 'life', 'life-password'), []);
+    const [backup] = await listArea(t, 'life', 'life-password', 1, true);
+    assert.equal(backup!.id, entry.id);
+    assert.match(backup!.linkURL, /\/download\/file\/backup\?lang=pt&z=/);
+    assert.equal(new URL(backup!.linkURL).searchParams.get('z'), token, 'the same token serves the backup');
+    const fromBackup = await download(backup!.linkURL);
+    assert.equal(fromBackup.res.status, 200);
+    assert.ok(fromBackup.body.equals(data));
+    // The area name is free again.
+    const again = await uploadRaw(t, basic('life', 'life-password'), data, { file: 'old.txt' });
+    assert.equal((again.body['files'] as FileEntry[])[0]!.name, 'old.txt');
 
-      await t.advanceClock(3 * DAY);
-      await sweep();
-      assert.equal((await call(backup!.linkURL)).status, 401, 'purged');
-      // Only the re-upload is left (itself retired to backup by now).
-      const left = await listArea(t, 'life', 'life-password', 1, true);
-      assert.deepEqual(
-        left.map((e) => e.id),
-        [(again.body['files'] as FileEntry[])[0]!.id],
-      );
-      const fp = await footprint(t);
-      assert.equal(fp.files, 1);
-      assert.equal(fp.blobs, 1);
-      const events = (await t.server.services.audit.query({})).map((e) => e.event);
-      assert.ok(events.includes('file.retired'));
-      assert.ok(events.includes('file.purged'));
-    } finally {
-      await t.close();
-    }
+    await t.advanceClock(3 * DAY);
+    await sweep();
+    assert.equal((await call(backup!.linkURL)).status, 401, 'purged');
+    // Only the re-upload is left (itself retired to backup by now).
+    const left = await listArea(t, 'life', 'life-password', 1, true);
+    assert.deepEqual(
+      left.map((e) => e.id),
+      [(again.body['files'] as FileEntry[])[0]!.id],
+    );
+    const fp = await footprint(t);
+    assert.equal(fp.files, 1);
+    assert.equal(fp.blobs, 1);
+    const events = (await t.server.services.audit.query({})).map((e) => e.event);
+    assert.ok(events.includes('file.retired'));
+    assert.ok(events.includes('file.purged'));
   });
 
-  test('REMESSA_BACKUP_DAYS=0 purges at once when the link ends', async () => {
-    const t = await startTestServer({
+  test('REMESSA_BACKUP_DAYS=0 purges at once when the link ends', async (ctx) => {
+    const t = await serverFor(ctx, {
       env: { REMESSA_LINK_DAYS: '1', REMESSA_BACKUP_DAYS: '0' },
       startWorkers: false,
     });
-    try {
-      await t.createUser('zero', 'zero-password');
-      await uploadRaw(t, basic('zero', 'zero-password'), bytes(10), { file: 'a.txt' });
-      await t.advanceClock(DAY + 1);
-      await t.server.workers.get('file-sweeper')!.runOnce();
-      assert.deepEqual(await footprint(t), { blobs: 0, temps: 0, files: 0, links: 0 });
-    } finally {
-      await t.close();
-    }
+    await t.createUser('zero', 'zero-password');
+    await uploadRaw(t, basic('zero', 'zero-password'), bytes(10), { file: 'a.txt' });
+    await t.advanceClock(DAY + 1);
+    await t.server.workers.get('file-sweeper')!.runOnce();
+    assert.deepEqual(await footprint(t), { blobs: 0, temps: 0, files: 0, links: 0 });
   });
 
-  test('mailbox mode: only a complete download retires the file; Range and HEAD do not', async () => {
-    const t = await startTestServer({ env: { REMESSA_RETIRE_ON_DOWNLOAD: 'true' } });
-    try {
-      await t.createUser('mbox', 'mbox-password');
-      // Larger than what socket buffers on both ends can hold (loopback: up to 4 MiB sent, and a
-      // receiver that does not read keeps a small window), so the aborted download below cannot
-      // have been handed to the kernel whole before the client goes.
-      const data = bytes(16 * 1024 * 1024);
-      const up = await uploadRaw(t, basic('mbox', 'mbox-password'), data, { file: 'once.bin' });
-      const link = (up.body['files'] as FileEntry[])[0]!.linkURL;
-      assert.equal((await download(link, {}, 'HEAD')).res.status, 200);
-      assert.equal((await download(link, { Range: 'bytes=0-1023' })).res.status, 206);
-      // An aborted download: take the first bytes, then drop the connection. (A raw socket: fetch
-      // would go on reading into its own buffers, as fast as the server sends.)
-      await new Promise<void>((resolve, reject) => {
-        const url = new URL(link);
-        const sock = connect(Number(url.port), url.hostname, () =>
-          sock.write(`GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: x\r\n\r\n`),
-        );
-        sock.once('data', () => {
-          sock.destroy();
-          resolve();
-        });
-        sock.on('error', reject);
+  test('mailbox mode: only a complete download retires the file; Range and HEAD do not', async (ctx) => {
+    const t = await serverFor(ctx, { env: { REMESSA_RETIRE_ON_DOWNLOAD: 'true' } });
+    await t.createUser('mbox', 'mbox-password');
+    // Larger than what socket buffers on both ends can hold (loopback: up to 4 MiB sent, and a
+    // receiver that does not read keeps a small window), so the aborted download below cannot
+    // have been handed to the kernel whole before the client goes.
+    const data = bytes(16 * 1024 * 1024);
+    const up = await uploadRaw(t, basic('mbox', 'mbox-password'), data, { file: 'once.bin' });
+    const link = (up.body['files'] as FileEntry[])[0]!.linkURL;
+    assert.equal((await download(link, {}, 'HEAD')).res.status, 200);
+    assert.equal((await download(link, { Range: 'bytes=0-1023' })).res.status, 206);
+    // An aborted download: take the first bytes, then drop the connection. (A raw socket: fetch
+    // would go on reading into its own buffers, as fast as the server sends.)
+    const finished = (await finishedDownloads(t)).length;
+    await new Promise<void>((resolve, reject) => {
+      const url = new URL(link);
+      const sock = connect(Number(url.port), url.hostname, () =>
+        sock.write(`GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: x\r\n\r\n`),
+      );
+      sock.once('data', () => {
+        sock.destroy();
+        resolve();
       });
-      await new Promise((r) => setTimeout(r, 200));
-      const still = await download(link);
-      assert.equal(still.res.status, 200, 'aborted download did not retire it');
-      assert.ok(still.body.equals(data));
-      const { eventually } = await import('./helpers/peers.js');
-      await eventually(async () => (await call(link)).status === 401);
-      const [b] = await listArea(t, 'mbox', 'mbox-password', 1, true);
-      assert.equal(b!.name, 'once.bin');
-    } finally {
-      await t.close();
-    }
+      sock.on('error', reject);
+    });
+    // Its outcome is recorded, and with it whether the file is retired.
+    await eventually(async () => (await finishedDownloads(t)).length > finished);
+    const still = await download(link);
+    assert.equal(still.res.status, 200, 'aborted download did not retire it');
+    assert.ok(still.body.equals(data));
+    await eventually(async () => (await call(link)).status === 401);
+    const [b] = await listArea(t, 'mbox', 'mbox-password', 1, true);
+    assert.equal(b!.name, 'once.bin');
   });
 
-  test('two instances sweeping the same database at once retire and purge each file exactly once', async () => {
-    const a = await startTestServer({
+  test('two instances sweeping the same database at once retire and purge each file exactly once', async (ctx) => {
+    const a = await serverFor(ctx, {
       env: { REMESSA_LINK_DAYS: '1', REMESSA_BACKUP_DAYS: '1' },
       startWorkers: false,
     });
-    const b = await startTestServer({
+    const b = await serverFor(ctx, {
       dataDir: a.dataDir,
       env: { REMESSA_LINK_DAYS: '1', REMESSA_BACKUP_DAYS: '1' },
       startWorkers: false,
     });
-    try {
-      await a.createUser('multi', 'multi-password');
-      const parts = Array.from({ length: 40 }, (_, i) => ({ filename: `m${i}.txt`, data: bytes(100) }));
-      assert.equal((await uploadMultipart(a, basic('multi', 'multi-password'), parts)).status, 200);
-      for (const s of [a, b]) await s.advanceClock(DAY + 1);
-      await Promise.all([
-        a.server.workers.get('file-sweeper')!.runOnce(),
-        b.server.workers.get('file-sweeper')!.runOnce(),
-      ]);
-      for (const s of [a, b]) await s.advanceClock(DAY + 1);
-      await Promise.all([
-        a.server.workers.get('file-sweeper')!.runOnce(),
-        b.server.workers.get('file-sweeper')!.runOnce(),
-      ]);
-      const events = await a.server.services.audit.query({});
-      assert.equal(events.filter((e) => e.event === 'file.retired').length, 40);
-      assert.equal(events.filter((e) => e.event === 'file.purged').length, 40);
-      assert.deepEqual(await footprint(a), { blobs: 0, temps: 0, files: 0, links: 0 });
-    } finally {
-      await b.close();
-      await a.close();
-    }
+    await a.createUser('multi', 'multi-password');
+    const parts = Array.from({ length: 40 }, (_, i) => ({ filename: `m${i}.txt`, data: bytes(100) }));
+    assert.equal((await uploadMultipart(a, basic('multi', 'multi-password'), parts)).status, 200);
+    for (const s of [a, b]) await s.advanceClock(DAY + 1);
+    await Promise.all([
+      a.server.workers.get('file-sweeper')!.runOnce(),
+      b.server.workers.get('file-sweeper')!.runOnce(),
+    ]);
+    for (const s of [a, b]) await s.advanceClock(DAY + 1);
+    await Promise.all([
+      a.server.workers.get('file-sweeper')!.runOnce(),
+      b.server.workers.get('file-sweeper')!.runOnce(),
+    ]);
+    const events = await a.server.services.audit.query({});
+    assert.equal(events.filter((e) => e.event === 'file.retired').length, 40);
+    assert.equal(events.filter((e) => e.event === 'file.purged').length, 40);
+    assert.deepEqual(await footprint(a), { blobs: 0, temps: 0, files: 0, links: 0 });
   });
 });

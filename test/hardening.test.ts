@@ -25,8 +25,10 @@ import {
   basic,
   call,
   closeAll,
+  closeWith,
   ERROR_KEYS,
   errorKeys,
+  serverFor,
   startChildServer,
   startTestServer,
   type TestServer,
@@ -247,26 +249,22 @@ describe('bodies on routes that take none', () => {
     ['GET', '/download/file?k=nope'],
     ['DELETE', '/uploads/nope'],
   ] as const) {
-    test(`${method} ${target.split('?')[0]} with a 3 GB body: answered, and the connection ends long before the body does`, async () => {
-      const t = await startTestServer();
-      try {
-        const socket = await rawConnect(t.origin);
-        const answer = readAnswer(socket, 30_000);
-        socket.write(
-          httpHead(method, `${apiPath(t)}${target}`, hostOf(t), [
-            'Content-Type: application/offset+octet-stream',
-            'Tus-Resumable: 1.0.0',
-            `Content-Length: ${3 * 1024 ** 3}`,
-          ]),
-        );
-        const sent = await writeWhileOpen(socket, filler(256 * 1024 * 1024, 1024 * 1024));
-        const a = await answer;
-        assert.ok(a.status !== null, 'answered');
-        assert.match(a.head, /^connection: close$/im);
-        assert.ok(sent < 256 * 1024 * 1024, `still reading after ${sent} bytes`);
-      } finally {
-        await t.close();
-      }
+    test(`${method} ${target.split('?')[0]} with a 3 GB body: answered, and the connection ends long before the body does`, async (ctx) => {
+      const t = await serverFor(ctx);
+      const socket = await rawConnect(t.origin);
+      const answer = readAnswer(socket, 30_000);
+      socket.write(
+        httpHead(method, `${apiPath(t)}${target}`, hostOf(t), [
+          'Content-Type: application/offset+octet-stream',
+          'Tus-Resumable: 1.0.0',
+          `Content-Length: ${3 * 1024 ** 3}`,
+        ]),
+      );
+      const sent = await writeWhileOpen(socket, filler(256 * 1024 * 1024, 1024 * 1024));
+      const a = await answer;
+      assert.ok(a.status !== null, 'answered');
+      assert.match(a.head, /^connection: close$/im);
+      assert.ok(sent < 256 * 1024 * 1024, `still reading after ${sent} bytes`);
     });
   }
 });
@@ -531,99 +529,87 @@ describe('malformed multipart is a 400, not a 500', () => {
 });
 
 describe('odd paths', () => {
-  test('a path with a bad percent escape: a 400 envelope with the security headers, the URL not echoed (found by a probe)', async () => {
-    const t = await startTestServer();
-    try {
-      for (const target of [`${apiPath(t)}/%ff`, `${apiPath(t)}/download/file%ff?k=abc`]) {
-        const a = await rawRequest(t.origin, httpHead('GET', target, hostOf(t), ['Connection: close']));
-        assert.equal(a.status, 400, a.head);
-        assertEnvelope(a.json, 400);
-        assert.match(a.head, /^x-content-type-options: nosniff$/im);
-        assert.ok(!a.body.includes('%ff'), a.body);
-      }
-    } finally {
-      await t.close();
+  test('a path with a bad percent escape: a 400 envelope with the security headers, the URL not echoed (found by a probe)', async (ctx) => {
+    const t = await serverFor(ctx);
+    for (const target of [`${apiPath(t)}/%ff`, `${apiPath(t)}/download/file%ff?k=abc`]) {
+      const a = await rawRequest(t.origin, httpHead('GET', target, hostOf(t), ['Connection: close']));
+      assert.equal(a.status, 400, a.head);
+      assertEnvelope(a.json, 400);
+      assert.match(a.head, /^x-content-type-options: nosniff$/im);
+      assert.ok(!a.body.includes('%ff'), a.body);
     }
   });
 
-  test('an Expect the server does not know: a 417 envelope; no Host on HTTP/1.1, two, or an invalid one: a 400 envelope', async () => {
-    const t = await startTestServer();
-    try {
-      const expect = await rawRequest(
+  test('an Expect the server does not know: a 417 envelope; no Host on HTTP/1.1, two, or an invalid one: a 400 envelope', async (ctx) => {
+    const t = await serverFor(ctx);
+    const expect = await rawRequest(
+      t.origin,
+      httpHead('GET', `${apiPath(t)}/download/list?page=1`, hostOf(t), [
+        'Expect: teapot',
+        'Connection: close',
+      ]),
+    );
+    assert.equal(expect.status, 417, expect.head);
+    assertEnvelope(expect.json, 417);
+    assert.match(expect.head, /^x-content-type-options: nosniff$/im);
+    const noHost = await rawRequest(
+      t.origin,
+      `GET ${apiPath(t)}/download/list?page=1 HTTP/1.1\r\nConnection: close\r\n\r\n`,
+    );
+    assert.equal(noHost.status, 400, noHost.head);
+    assertEnvelope(noHost.json, 400);
+    assert.match(noHost.head, /^x-content-type-options: nosniff$/im);
+    const star = await rawRequest(t.origin, httpHead('GET', '*', hostOf(t), ['Connection: close']));
+    assert.equal(star.status, 400, star.head);
+    assertEnvelope(star.json, 400);
+    // HTTP/1.0 has no Host requirement: it reaches the route (a 401 for want of credentials).
+    const old = await rawRequest(t.origin, `GET ${apiPath(t)}/download/list?page=1 HTTP/1.0\r\n\r\n`);
+    assert.equal(old.status, 401, old.head);
+    // Two Host lines (Node keeps the first; a proxy may have routed by the other) or one that
+    // names no host: 400 (RFC 9112 §3.2). Names, addresses and bracketed IPv6 reach the route.
+    const target = `${apiPath(t)}/download/list?page=1`;
+    for (const lines of [
+      [`Host: ${hostOf(t)}`, 'Host: other.example'],
+      [`Host: ${hostOf(t)}`, 'host: other.example'],
+      ['Host: exa mple'],
+      ['Host: user@example.com'],
+      ['Host: example.com/path'],
+    ]) {
+      const bad = await rawRequest(
         t.origin,
-        httpHead('GET', `${apiPath(t)}/download/list?page=1`, hostOf(t), [
-          'Expect: teapot',
-          'Connection: close',
-        ]),
+        `GET ${target} HTTP/1.1\r\n${lines.join('\r\n')}\r\nConnection: close\r\n\r\n`,
       );
-      assert.equal(expect.status, 417, expect.head);
-      assertEnvelope(expect.json, 417);
-      assert.match(expect.head, /^x-content-type-options: nosniff$/im);
-      const noHost = await rawRequest(
+      assert.equal(bad.status, 400, `${lines.join(' | ')}: ${bad.head}`);
+      assertEnvelope(bad.json, 400);
+    }
+    for (const host of [
+      'example.com',
+      'example.com:8080',
+      '127.0.0.1:1',
+      '[::1]:8080',
+      '[fe80::1%251]:80',
+      '[::1%lo]',
+      '',
+    ]) {
+      const good = await rawRequest(
         t.origin,
-        `GET ${apiPath(t)}/download/list?page=1 HTTP/1.1\r\nConnection: close\r\n\r\n`,
+        `GET ${target} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`,
       );
-      assert.equal(noHost.status, 400, noHost.head);
-      assertEnvelope(noHost.json, 400);
-      assert.match(noHost.head, /^x-content-type-options: nosniff$/im);
-      const star = await rawRequest(t.origin, httpHead('GET', '*', hostOf(t), ['Connection: close']));
-      assert.equal(star.status, 400, star.head);
-      assertEnvelope(star.json, 400);
-      // HTTP/1.0 has no Host requirement: it reaches the route (a 401 for want of credentials).
-      const old = await rawRequest(t.origin, `GET ${apiPath(t)}/download/list?page=1 HTTP/1.0\r\n\r\n`);
-      assert.equal(old.status, 401, old.head);
-      // Two Host lines (Node keeps the first; a proxy may have routed by the other) or one that
-      // names no host: 400 (RFC 9112 §3.2). Names, addresses and bracketed IPv6 reach the route.
-      const target = `${apiPath(t)}/download/list?page=1`;
-      for (const lines of [
-        [`Host: ${hostOf(t)}`, 'Host: other.example'],
-        [`Host: ${hostOf(t)}`, 'host: other.example'],
-        ['Host: exa mple'],
-        ['Host: user@example.com'],
-        ['Host: example.com/path'],
-      ]) {
-        const bad = await rawRequest(
-          t.origin,
-          `GET ${target} HTTP/1.1\r\n${lines.join('\r\n')}\r\nConnection: close\r\n\r\n`,
-        );
-        assert.equal(bad.status, 400, `${lines.join(' | ')}: ${bad.head}`);
-        assertEnvelope(bad.json, 400);
-      }
-      for (const host of [
-        'example.com',
-        'example.com:8080',
-        '127.0.0.1:1',
-        '[::1]:8080',
-        '[fe80::1%251]:80',
-        '[::1%lo]',
-        '',
-      ]) {
-        const good = await rawRequest(
-          t.origin,
-          `GET ${target} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`,
-        );
-        assert.equal(good.status, 401, `${host}: ${good.head}`);
-      }
-    } finally {
-      await t.close();
+      assert.equal(good.status, 401, `${host}: ${good.head}`);
     }
   });
 
-  test('a path the router reads as a pattern (/*a/b) is a 404 envelope, not a 500 (found by the fuzz suite)', async () => {
-    const t = await startTestServer();
-    try {
-      for (const target of ['/*B/j', '/v1/*x/y', '/v1/:a/b', '/v1/download/*']) {
-        const a = await rawRequest(t.origin, httpHead('GET', target, hostOf(t), ['Connection: close']));
-        assert.equal(a.status, 404, `${target}: ${a.head}`);
-        assertEnvelope(a.json, 404);
-      }
-      assert.deepEqual(
-        t.logs.filter((l) => /"level":(50|60)/.test(l)),
-        [],
-      );
-    } finally {
-      await t.close();
+  test('a path the router reads as a pattern (/*a/b) is a 404 envelope, not a 500 (found by the fuzz suite)', async (ctx) => {
+    const t = await serverFor(ctx);
+    for (const target of ['/*B/j', '/v1/*x/y', '/v1/:a/b', '/v1/download/*']) {
+      const a = await rawRequest(t.origin, httpHead('GET', target, hostOf(t), ['Connection: close']));
+      assert.equal(a.status, 404, `${target}: ${a.head}`);
+      assertEnvelope(a.json, 404);
     }
+    assert.deepEqual(
+      t.logs.filter((l) => /"level":(50|60)/.test(l)),
+      [],
+    );
   });
 });
 
@@ -685,27 +671,24 @@ describe('Basic-auth uploads count like the token endpoint', () => {
 });
 
 describe('HSTS', () => {
-  test('sent when the base URL is https (direct or behind a trusted proxy), not on plain http', async () => {
+  test('sent when the base URL is https (direct or behind a trusted proxy), not on plain http', async (ctx) => {
     const plain = await startTestServer();
     const tls = await startTestServer({
       env: { REMESSA_TRUST_PROXY: '127.0.0.1' },
       apiPath: '/v1',
     });
+    closeWith(ctx, plain, tls);
+    assert.equal((await fetch(`${plain.base}/nothing`)).headers.get('strict-transport-security'), null);
+    // The proxy terminates TLS; the public base URL says https.
+    const secure = await startTestServer({ env: { REMESSA_BASE_URL: 'https://files.example.com/v1' } });
     try {
-      assert.equal((await fetch(`${plain.base}/nothing`)).headers.get('strict-transport-security'), null);
-      // The proxy terminates TLS; the public base URL says https.
-      const secure = await startTestServer({ env: { REMESSA_BASE_URL: 'https://files.example.com/v1' } });
-      try {
-        const res = await fetch(`${secure.origin}/v1/nothing`);
-        assert.equal(res.headers.get('strict-transport-security'), 'max-age=31536000; includeSubDomains');
-      } finally {
-        await secure.close();
-      }
-      const proxied = await fetch(`${tls.base}/nothing`, { headers: { 'X-Forwarded-Proto': 'https' } });
-      assert.equal(proxied.headers.get('strict-transport-security'), 'max-age=31536000; includeSubDomains');
+      const res = await fetch(`${secure.origin}/v1/nothing`);
+      assert.equal(res.headers.get('strict-transport-security'), 'max-age=31536000; includeSubDomains');
     } finally {
-      await closeAll(plain, tls);
+      await secure.close();
     }
+    const proxied = await fetch(`${tls.base}/nothing`, { headers: { 'X-Forwarded-Proto': 'https' } });
+    assert.equal(proxied.headers.get('strict-transport-security'), 'max-age=31536000; includeSubDomains');
   });
 });
 
@@ -754,38 +737,31 @@ describe('tokens never reach the access log, however they are spelled', () => {
 });
 
 describe('answers written before routing', () => {
-  test('a malformed request and a CONNECT get an access-log line and a count, without the request itself', async () => {
-    const t = await startTestServer();
-    try {
-      const secret = randomBytes(16).toString('hex');
-      const bad = await rawRequest(
-        t.origin,
-        `GET /v1/x?k=${secret} HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n`,
-      );
-      assert.equal(bad.status, 400, bad.head);
-      const connect = await rawRequest(
-        t.origin,
-        httpHead('CONNECT', 'example.com:443', 'example.com:443', []),
-      );
-      assert.equal(connect.status, 405, connect.head);
-      const lines = () => t.logs.filter((l) => l.includes('"msg":"request refused before routing"'));
-      await eventually(async () => lines().length >= 2);
-      const [first, second] = lines().map((l) => JSON.parse(l) as Record<string, unknown>);
-      assert.equal(first!['status'], 400);
-      assert.equal(first!['remote'], '127.0.0.1');
-      assert.match(String(first!['reason']), /^malformed HTTP request \(HPE_/);
-      assert.equal(second!['status'], 405);
-      assert.equal(second!['method'], 'CONNECT');
-      assert.deepEqual(
-        t.logs.filter((l) => l.includes(secret)),
-        [],
-      );
-      const metrics = await t.server.services.metrics.scrape();
-      assert.match(metrics, /route="unmatched",method="other",status="400"\} 1/);
-      assert.match(metrics, /route="unmatched",method="other",status="405"\} 1/);
-    } finally {
-      await t.close();
-    }
+  test('a malformed request and a CONNECT get an access-log line and a count, without the request itself', async (ctx) => {
+    const t = await serverFor(ctx);
+    const secret = randomBytes(16).toString('hex');
+    const bad = await rawRequest(
+      t.origin,
+      `GET /v1/x?k=${secret} HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n`,
+    );
+    assert.equal(bad.status, 400, bad.head);
+    const connect = await rawRequest(t.origin, httpHead('CONNECT', 'example.com:443', 'example.com:443', []));
+    assert.equal(connect.status, 405, connect.head);
+    const lines = () => t.logs.filter((l) => l.includes('"msg":"request refused before routing"'));
+    await eventually(async () => lines().length >= 2);
+    const [first, second] = lines().map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.equal(first!['status'], 400);
+    assert.equal(first!['remote'], '127.0.0.1');
+    assert.match(String(first!['reason']), /^malformed HTTP request \(HPE_/);
+    assert.equal(second!['status'], 405);
+    assert.equal(second!['method'], 'CONNECT');
+    assert.deepEqual(
+      t.logs.filter((l) => l.includes(secret)),
+      [],
+    );
+    const metrics = await t.server.services.metrics.scrape();
+    assert.match(metrics, /route="unmatched",method="other",status="400"\} 1/);
+    assert.match(metrics, /route="unmatched",method="other",status="405"\} 1/);
   });
 });
 
@@ -886,25 +862,21 @@ describe('slow clients are cut off', () => {
     await eventually(async () => (await tempFiles(t)) === 0);
   });
 
-  test('a body trickling one byte at a time is cut at the whole-body limit of small-body routes', async () => {
-    const slow = await startTestServer({
+  test('a body trickling one byte at a time is cut at the whole-body limit of small-body routes', async (ctx) => {
+    const slow = await serverFor(ctx, {
       env: { REMESSA_BODY_TIMEOUT_SECONDS: '5', REMESSA_SMALL_BODY_SECONDS: '2' },
     });
-    try {
-      const socket = await rawConnect(slow.origin);
-      const answer = readAnswer(socket, 20_000);
-      socket.write(
-        httpHead('POST', `${apiPath(slow)}/oauth2/token`, hostOf(slow), [
-          'Content-Type: application/x-www-form-urlencoded',
-          'Content-Length: 1000000',
-        ]),
-      );
-      const drip = setInterval(() => socket.writable && socket.write('a'), 300);
-      const a = await answer.finally(() => clearInterval(drip));
-      assert.equal(a.status, 408, `no answer: ${a.head}`);
-    } finally {
-      await slow.close();
-    }
+    const socket = await rawConnect(slow.origin);
+    const answer = readAnswer(socket, 20_000);
+    socket.write(
+      httpHead('POST', `${apiPath(slow)}/oauth2/token`, hostOf(slow), [
+        'Content-Type: application/x-www-form-urlencoded',
+        'Content-Length: 1000000',
+      ]),
+    );
+    const drip = setInterval(() => socket.writable && socket.write('a'), 300);
+    const a = await answer.finally(() => clearInterval(drip));
+    assert.equal(a.status, 408, `no answer: ${a.head}`);
   });
 });
 

@@ -12,8 +12,17 @@ import type { NotificationRequest } from '../src/notify/notification-service.js'
 import { NOTIFICATION_KINDS, Templates } from '../src/notify/templates.js';
 import { TwilioTransport } from '../src/notify/transports.js';
 import { bytes, uploadRaw } from './helpers/files.js';
-import { eventually, HttpPeer, MailSink, sleep } from './helpers/peers.js';
-import { basic, call, closing, freePort, startTestServer, type TestServer } from './helpers/server.js';
+import { eventually, HttpPeer, MailSink } from './helpers/peers.js';
+import {
+  basic,
+  call,
+  closeWith,
+  closing,
+  freePort,
+  serverFor,
+  startTestServer,
+  type TestServer,
+} from './helpers/server.js';
 
 const SAMPLE: Record<string, string> = {
   user: 'ana',
@@ -99,7 +108,7 @@ describe('templates', () => {
 });
 
 describe('SMS transports', () => {
-  test('Twilio: POST …/Accounts/{user}/Messages.json, Basic auth, form fields To, From, Body', async () => {
+  test('Twilio: POST …/Accounts/{user}/Messages.json, Basic auth, form fields To, From, Body', async (ctx) => {
     const twilio = await HttpPeer.start();
     const t = await startTestServer({
       env: {
@@ -110,31 +119,27 @@ describe('SMS transports', () => {
         REMESSA_SMS_FROM: '+15550001111',
       },
     }).catch(closing(twilio));
-    try {
-      const { notify, db } = t.server.services;
-      const id = await notify.enqueue(db, smsPin('+5511999990000'));
-      const [req] = await twilio.waitFor(1);
-      assert.equal(req!.method, 'POST');
-      assert.equal(req!.url, '/2010-04-01/Accounts/AC0123456789/Messages.json');
-      assert.equal(
-        req!.headers.authorization,
-        `Basic ${Buffer.from('AC0123456789:auth-token-xyz').toString('base64')}`,
-      );
-      assert.match(String(req!.headers['content-type']), /^application\/x-www-form-urlencoded/);
-      const fields = new URLSearchParams(req!.body);
-      assert.equal(fields.get('To'), '+5511999990000');
-      assert.equal(fields.get('From'), '+15550001111');
-      assert.equal(
-        fields.get('Body'),
-        'Remessa: o código para baixar "relatório.pdf" é 271828 (vale por 3 minutos). Não o repasse a ninguém.',
-      );
-      await eventually(async () => (await outboxRow(t, id)).status === 'sent');
-      assert.ok(!t.logs.join('\n').includes('auth-token-xyz'));
-      assert.ok(!t.logs.join('\n').includes('271828'));
-    } finally {
-      await t.close();
-      await twilio.close();
-    }
+    closeWith(ctx, t, twilio);
+    const { notify, db } = t.server.services;
+    const id = await notify.enqueue(db, smsPin('+5511999990000'));
+    const [req] = await twilio.waitFor(1);
+    assert.equal(req!.method, 'POST');
+    assert.equal(req!.url, '/2010-04-01/Accounts/AC0123456789/Messages.json');
+    assert.equal(
+      req!.headers.authorization,
+      `Basic ${Buffer.from('AC0123456789:auth-token-xyz').toString('base64')}`,
+    );
+    assert.match(String(req!.headers['content-type']), /^application\/x-www-form-urlencoded/);
+    const fields = new URLSearchParams(req!.body);
+    assert.equal(fields.get('To'), '+5511999990000');
+    assert.equal(fields.get('From'), '+15550001111');
+    assert.equal(
+      fields.get('Body'),
+      'Remessa: o código para baixar "relatório.pdf" é 271828 (vale por 3 minutos). Não o repasse a ninguém.',
+    );
+    await eventually(async () => (await outboxRow(t, id)).status === 'sent');
+    assert.ok(!t.logs.join('\n').includes('auth-token-xyz'));
+    assert.ok(!t.logs.join('\n').includes('271828'));
     const full = new TwilioTransport(
       'https://api.twilio.com/2010-04-01/Accounts/AC9/Messages.json',
       'AC9',
@@ -148,7 +153,7 @@ describe('SMS transports', () => {
     );
   });
 
-  test('webhook: JSON {to, text}; failures retry with exponential backoff, then failed + audit', async () => {
+  test('webhook: JSON {to, text}; failures retry with exponential backoff, then failed + audit', async (ctx) => {
     const hook = await HttpPeer.start();
     const t = await startTestServer({
       startWorkers: false,
@@ -159,50 +164,46 @@ describe('SMS transports', () => {
         REMESSA_NOTIFY_MAX_ATTEMPTS: '3',
       },
     }).catch(closing(hook));
-    try {
-      const { notify, db, audit } = t.server.services;
-      const outbox = { runOnce: () => t.server.services.notify.deliverDue() };
-      const ok = await notify.enqueue(db, smsPin('+5511988887777'));
-      assert.equal((await outboxRow(t, ok)).status, 'pending', 'workers stopped: nothing sent yet');
-      await outbox.runOnce();
-      const [req] = hook.requests;
-      assert.equal(req!.url, '/sms');
-      assert.match(String(req!.headers['content-type']), /^application\/json/);
-      const body = JSON.parse(req!.body) as Record<string, unknown>;
-      assert.deepEqual(Object.keys(body).sort(), ['text', 'to']);
-      assert.equal(body['to'], '+5511988887777');
-      assert.match(String(body['text']), /271828/);
-      assert.equal((await outboxRow(t, ok)).status, 'sent');
+    closeWith(ctx, t, hook);
+    const { notify, db, audit } = t.server.services;
+    const outbox = { runOnce: () => t.server.services.notify.deliverDue() };
+    const ok = await notify.enqueue(db, smsPin('+5511988887777'));
+    assert.equal((await outboxRow(t, ok)).status, 'pending', 'workers stopped: nothing sent yet');
+    await outbox.runOnce();
+    const [req] = hook.requests;
+    assert.equal(req!.url, '/sms');
+    assert.match(String(req!.headers['content-type']), /^application\/json/);
+    const body = JSON.parse(req!.body) as Record<string, unknown>;
+    assert.deepEqual(Object.keys(body).sort(), ['text', 'to']);
+    assert.equal(body['to'], '+5511988887777');
+    assert.match(String(body['text']), /271828/);
+    assert.equal((await outboxRow(t, ok)).status, 'sent');
 
-      hook.status = 500;
-      const bad = await notify.enqueue(db, smsPin('+5511966665555'));
-      await outbox.runOnce();
-      let row = await outboxRow(t, bad);
-      assert.equal(row.status, 'pending');
-      assert.equal(row.attempts, 1);
-      assert.match(String(row.last_error), /500/);
-      assert.ok(Math.abs(row.next_attempt_at - t.clock.now() - 10_000) < 1000, 'first retry after 10 s');
-      await outbox.runOnce();
-      assert.equal((await outboxRow(t, bad)).attempts, 1, 'not due yet');
-      await t.advanceClock(10_000);
-      await outbox.runOnce();
-      row = await outboxRow(t, bad);
-      assert.equal(row.attempts, 2);
-      assert.ok(Math.abs(row.next_attempt_at - t.clock.now() - 20_000) < 1000, 'then after 20 s');
-      await t.advanceClock(20_000);
-      await outbox.runOnce();
-      row = await outboxRow(t, bad);
-      assert.equal(row.status, 'failed');
-      assert.equal(row.attempts, 3);
-      const failed = await audit.query({ event: 'notify.failed' });
-      assert.equal(failed.length, 1);
-      assert.equal(failed[0]!.user_name, 'ana');
-      assert.match(String(failed[0]!.detail), /"outbox":\d+.*"attempts":3/);
-      assert.equal(hook.requests.length, 4);
-    } finally {
-      await t.close();
-      await hook.close();
-    }
+    hook.status = 500;
+    const bad = await notify.enqueue(db, smsPin('+5511966665555'));
+    await outbox.runOnce();
+    let row = await outboxRow(t, bad);
+    assert.equal(row.status, 'pending');
+    assert.equal(row.attempts, 1);
+    assert.match(String(row.last_error), /500/);
+    assert.ok(Math.abs(row.next_attempt_at - t.clock.now() - 10_000) < 1000, 'first retry after 10 s');
+    await outbox.runOnce();
+    assert.equal((await outboxRow(t, bad)).attempts, 1, 'not due yet');
+    await t.advanceClock(10_000);
+    await outbox.runOnce();
+    row = await outboxRow(t, bad);
+    assert.equal(row.attempts, 2);
+    assert.ok(Math.abs(row.next_attempt_at - t.clock.now() - 20_000) < 1000, 'then after 20 s');
+    await t.advanceClock(20_000);
+    await outbox.runOnce();
+    row = await outboxRow(t, bad);
+    assert.equal(row.status, 'failed');
+    assert.equal(row.attempts, 3);
+    const failed = await audit.query({ event: 'notify.failed' });
+    assert.equal(failed.length, 1);
+    assert.equal(failed[0]!.user_name, 'ana');
+    assert.match(String(failed[0]!.detail), /"outbox":\d+.*"attempts":3/);
+    assert.equal(hook.requests.length, 4);
   });
 
   test('lease: two delivery passes at once send each message exactly once', async () => {
@@ -376,80 +377,72 @@ describe('recording a sent message', () => {
 });
 
 describe('outbox', () => {
-  test('enqueue inside a transaction commits or rolls back with the caller', async () => {
-    const t = await startTestServer({ startWorkers: false });
-    try {
-      const { notify, db } = t.server.services;
-      await assert.rejects(
-        inTransaction(db, async (trx) => {
-          await notify.enqueue(trx, smsPin('+5511911111111'));
-          throw new Error('file write failed');
-        }),
-        /file write failed/,
-      );
-      assert.equal((await notify.list()).length, 0, 'rolled back with the caller');
-      const id = await inTransaction(db, (trx) => notify.enqueue(trx, smsPin('+5511922222222')));
-      const [entry] = await notify.list();
-      assert.equal(entry!.id, id);
-      assert.equal(entry!.status, 'pending');
-      const raw = await outboxRow(t, id);
-      assert.ok(!raw.payload.includes('271828'), 'payload is sealed');
-    } finally {
-      await t.close();
-    }
+  test('enqueue inside a transaction commits or rolls back with the caller', async (ctx) => {
+    const t = await serverFor(ctx, { startWorkers: false });
+    const { notify, db } = t.server.services;
+    await assert.rejects(
+      inTransaction(db, async (trx) => {
+        await notify.enqueue(trx, smsPin('+5511911111111'));
+        throw new Error('file write failed');
+      }),
+      /file write failed/,
+    );
+    assert.equal((await notify.list()).length, 0, 'rolled back with the caller');
+    const id = await inTransaction(db, (trx) => notify.enqueue(trx, smsPin('+5511922222222')));
+    const [entry] = await notify.list();
+    assert.equal(entry!.id, id);
+    assert.equal(entry!.status, 'pending');
+    const raw = await outboxRow(t, id);
+    assert.ok(!raw.payload.includes('271828'), 'payload is sealed');
   });
 
-  test('no SMTP configured: status logged, log line with PIN and token masked; CLI shows it in full', async () => {
-    const t = await startTestServer();
-    try {
-      await t.createUser('solo', 'solo-password', { lang: 'en' });
-      const r = await call(`${t.base}/auth/forgetParameters?u=solo`);
-      assert.equal(r.status, 200);
-      const k = new URL(String(r.body['linkURL'])).searchParams.get('k')!;
-      const [entry] = await eventually(async () => {
-        const rows = await t.server.services.notify.list({ status: 'logged' });
-        return rows.length > 0 ? rows : undefined;
+  test('no SMTP configured: status logged, log line with PIN and token masked; CLI shows it in full', async (ctx) => {
+    const t = await serverFor(ctx);
+    await t.createUser('solo', 'solo-password', { lang: 'en' });
+    const r = await call(`${t.base}/auth/forgetParameters?u=solo`);
+    assert.equal(r.status, 200);
+    const k = new URL(String(r.body['linkURL'])).searchParams.get('k')!;
+    const [entry] = await eventually(async () => {
+      const rows = await t.server.services.notify.list({ status: 'logged' });
+      return rows.length > 0 ? rows : undefined;
+    });
+    assert.equal(entry!.kind, 'password-pin');
+    assert.equal(entry!.recipient, 'solo@example.com');
+    const full = await t.server.services.notify.show(entry!.id);
+    const pin = /PIN\): (\d{6})/.exec(full!.text)![1]!;
+    assert.ok(full!.text.includes(k), 'the outbox keeps the real link');
+
+    const line = t.logs.find((l) => l.includes('notification not sent'));
+    assert.ok(line, 'the message is written to the log');
+    assert.match(line, /REMESSA_SMTP_URL/);
+    assert.match(line, /PIN\): \*{6}/);
+    assert.match(line, /k=\[REDACTED\]/);
+    const logs = t.logs.join('\n');
+    assert.ok(!logs.includes(pin), 'the PIN is not in the log');
+    assert.ok(!logs.includes(k), 'the change token is not in the log');
+    assert.ok((await t.server.services.audit.query({ event: 'notify.logged' })).length === 1);
+
+    const cli = (...args: string[]) =>
+      spawnSync(process.execPath, ['bin/remessa.js', ...args], {
+        env: { ...process.env, ...t.env },
+        encoding: 'utf8',
       });
-      assert.equal(entry!.kind, 'password-pin');
-      assert.equal(entry!.recipient, 'solo@example.com');
-      const full = await t.server.services.notify.show(entry!.id);
-      const pin = /PIN\): (\d{6})/.exec(full!.text)![1]!;
-      assert.ok(full!.text.includes(k), 'the outbox keeps the real link');
-
-      const line = t.logs.find((l) => l.includes('notification not sent'));
-      assert.ok(line, 'the message is written to the log');
-      assert.match(line, /REMESSA_SMTP_URL/);
-      assert.match(line, /PIN\): \*{6}/);
-      assert.match(line, /k=\[REDACTED\]/);
-      const logs = t.logs.join('\n');
-      assert.ok(!logs.includes(pin), 'the PIN is not in the log');
-      assert.ok(!logs.includes(k), 'the change token is not in the log');
-      assert.ok((await t.server.services.audit.query({ event: 'notify.logged' })).length === 1);
-
-      const cli = (...args: string[]) =>
-        spawnSync(process.execPath, ['bin/remessa.js', ...args], {
-          env: { ...process.env, ...t.env },
-          encoding: 'utf8',
-        });
-      const list = cli('outbox', 'list', '--json');
-      assert.equal(list.status, 0, list.stderr);
-      const listed = list.stdout
-        .trim()
-        .split('\n')
-        .map((l) => JSON.parse(l) as Record<string, unknown>);
-      assert.equal(listed[0]!['status'], 'logged');
-      assert.ok(!list.stdout.includes(pin), 'list shows no message text');
-      const show = cli('outbox', 'show', String(entry!.id));
-      assert.equal(show.status, 0, show.stderr);
-      assert.match(show.stdout, /Subject: {2}Remessa: code to change your password/);
-      assert.ok(show.stdout.includes(pin) && show.stdout.includes(k), 'show prints PIN and link');
-      assert.equal(cli('outbox', 'show', '999').status, 1);
-    } finally {
-      await t.close();
-    }
+    const list = cli('outbox', 'list', '--json');
+    assert.equal(list.status, 0, list.stderr);
+    const listed = list.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.equal(listed[0]!['status'], 'logged');
+    assert.ok(!list.stdout.includes(pin), 'list shows no message text');
+    const show = cli('outbox', 'show', String(entry!.id));
+    assert.equal(show.status, 0, show.stderr);
+    assert.match(show.stdout, /Subject: {2}Remessa: code to change your password/);
+    assert.ok(show.stdout.includes(pin) && show.stdout.includes(k), 'show prints PIN and link');
+    assert.equal(cli('outbox', 'show', '999').status, 1);
   });
 
-  test('SMTP down at enqueue, up a few seconds later: the message still arrives', async () => {
+  test('SMTP down at enqueue, up a few seconds later: the message still arrives', async (ctx) => {
     const port = await freePort();
     const t = await startTestServer({
       env: {
@@ -459,31 +452,28 @@ describe('outbox', () => {
       },
     });
     let mail: MailSink | undefined;
-    try {
-      await t.createUser('patient', 'patient-password');
-      const started = Date.now();
-      const r = await call(`${t.base}/auth/forgetParameters?u=patient`);
-      assert.equal(r.status, 200);
-      assert.ok(Date.now() - started < 3000, 'the response does not wait for SMTP');
-      const [pending] = await eventually(async () => {
-        const rows = await t.server.services.notify.list();
-        return rows[0] && rows[0].attempts > 0 ? rows : undefined;
-      });
-      assert.equal(pending!.status, 'pending');
-      assert.match(String(pending!.lastError), /ECONNREFUSED/);
-      await sleep(3000);
-      mail = await MailSink.start(port);
-      const m = await mail.take('patient@example.com', 15_000);
-      assert.equal(m.subject, 'Remessa: código para alterar a sua senha');
-      const [sent] = await eventually(async () => {
-        const rows = await t.server.services.notify.list({ status: 'sent' });
-        return rows.length ? rows : undefined;
-      });
-      assert.ok(sent!.attempts >= 2);
-    } finally {
-      await t.close();
-      await mail?.close();
-    }
+    closeWith(ctx, t, async () => mail?.close());
+    await t.createUser('patient', 'patient-password');
+    const started = Date.now();
+    const r = await call(`${t.base}/auth/forgetParameters?u=patient`);
+    assert.equal(r.status, 200);
+    assert.ok(Date.now() - started < 3000, 'the response does not wait for SMTP');
+    const [pending] = await eventually(async () => {
+      const rows = await t.server.services.notify.list();
+      return rows[0] && rows[0].attempts > 0 ? rows : undefined;
+    });
+    assert.equal(pending!.status, 'pending');
+    assert.match(String(pending!.lastError), /ECONNREFUSED/);
+    // Still down when it is tried again.
+    await eventually(async () => ((await t.server.services.notify.list())[0]?.attempts ?? 0) >= 2);
+    mail = await MailSink.start(port);
+    const m = await mail.take('patient@example.com', 15_000);
+    assert.equal(m.subject, 'Remessa: código para alterar a sua senha');
+    const [sent] = await eventually(async () => {
+      const rows = await t.server.services.notify.list({ status: 'sent' });
+      return rows.length ? rows : undefined;
+    });
+    assert.ok(sent!.attempts >= 2);
   });
 
   test('a restart resumes pending messages', async () => {

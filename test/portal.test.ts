@@ -16,7 +16,7 @@ import {
   scrollsSideways,
   seriousAxeViolations,
 } from './helpers/browser.js';
-import { closeAll, startTestServer, type TestServer } from './helpers/server.js';
+import { closeAll, serverFor, startTestServer, type TestServer } from './helpers/server.js';
 
 const ok = (extra: object) => ({
   status: 0,
@@ -113,19 +113,15 @@ describe('portal in a real browser', { skip: browserSkip() }, () => {
     }
   });
 
-  test('portal lives at the parent of the API path (/directlink/ for /directlink/v1)', async () => {
-    const dl = await startTestServer({ apiPath: '/directlink/v1' });
-    try {
-      const res = await fetch(`${dl.origin}/directlink/`);
-      assert.equal(res.status, 200);
-      const body = await res.text();
-      assert.match(body, /src="\/directlink\/assets\/app-/);
-      assert.match(body, /&quot;api&quot;:&quot;\/directlink\/v1&quot;/);
-      const change = await fetch(`${dl.origin}/directlink/v1/auth/change?k=x`);
-      assert.equal(change.status, 200);
-    } finally {
-      await dl.close();
-    }
+  test('portal lives at the parent of the API path (/directlink/ for /directlink/v1)', async (ctx) => {
+    const dl = await serverFor(ctx, { apiPath: '/directlink/v1' });
+    const res = await fetch(`${dl.origin}/directlink/`);
+    assert.equal(res.status, 200);
+    const body = await res.text();
+    assert.match(body, /src="\/directlink\/assets\/app-/);
+    assert.match(body, /&quot;api&quot;:&quot;\/directlink\/v1&quot;/);
+    const change = await fetch(`${dl.origin}/directlink/v1/auth/change?k=x`);
+    assert.equal(change.status, 200);
   });
 
   test('sign in: wrong password in words, then the Send page with navigation', async () => {

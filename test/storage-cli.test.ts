@@ -8,7 +8,7 @@ import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { remessa } from './helpers/cli.js';
-import { bytes, type FileEntry, uploadRaw } from './helpers/files.js';
+import { bytes, uploadFile, uploadRaw } from './helpers/files.js';
 import { createTestBucket, S3_SKIP, s3Available, type TestBucket } from './helpers/s3.js';
 import { basic, closeAll, startTestServer, type TestServer } from './helpers/server.js';
 
@@ -162,8 +162,7 @@ for (const kind of ['local', 's3'] as const) {
     });
 
     test('a file whose object is gone: reported, exit 1', async () => {
-      const up = await uploadRaw(t, auth, bytes(300), { file: 'lost.bin' });
-      const entry = (up.body['files'] as FileEntry[])[0]!;
+      const entry = await uploadFile(t, auth, 'lost.bin', bytes(300));
       const row = await t.server.services.db
         .selectFrom('files')
         .select('blob_key')

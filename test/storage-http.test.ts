@@ -8,17 +8,19 @@ import { FileSweeper } from '../src/files/lifecycle.js';
 import type { BlobStore } from '../src/storage/blob-store.js';
 import { MemoryBlobStore } from '../src/storage/memory-blob-store.js';
 import { CutProxy } from './helpers/cut-proxy.js';
-import { bytes, type FileEntry, uploadRaw } from './helpers/files.js';
+import { bytes, type FileEntry, uploadFile, uploadRaw } from './helpers/files.js';
 import { createTestBucket, S3_SKIP, s3Available, type TestBucket } from './helpers/s3.js';
 import {
   APIVER,
   basic,
   call,
   closeAll,
+  closeWith,
   closing,
   ERROR_KEYS,
   errorKeys,
   GO_TIME,
+  serverFor,
   startTestServer,
   type TestServer,
 } from './helpers/server.js';
@@ -200,8 +202,7 @@ describe('a blob store that fails at each step', () => {
   });
 
   test('fails at read: 500 envelope before any byte; the file is intact afterwards', async () => {
-    const up = await uploadRaw(t, auth, bytes(5000), { file: 'read.bin' });
-    const entry = (up.body['files'] as FileEntry[])[0]!;
+    const entry = await uploadFile(t, auth, 'read.bin', bytes(5000));
     store.failAt('read');
     try {
       const r = await call(entry.linkURL);
@@ -230,7 +231,7 @@ describe('a blob store that fails at each step', () => {
 });
 
 describe('a sweeper stalled past its purge claim', () => {
-  test('another takes the purge over; the stalled one, resuming, deletes nothing and file.purged is written once', async () => {
+  test('another takes the purge over; the stalled one, resuming, deletes nothing and file.purged is written once', async (ctx) => {
     // The first delete waits until released: a sweeper stalled (a slow store, a paused VM) mid-purge.
     let release: () => void = () => {};
     let stalled: Promise<void> | null = new Promise<void>((resolve) => {
@@ -251,79 +252,68 @@ describe('a sweeper stalled past its purge claim', () => {
         return super.delete(key);
       }
     }
-    const t = await startTestServer({
+    const t = await serverFor(ctx, {
       blobStore: new StallingStore(),
       startWorkers: false,
       env: { REMESSA_LINK_DAYS: '1', REMESSA_BACKUP_DAYS: '0', REMESSA_INLINE_MAX_SIZE: '0' },
     });
-    try {
-      await t.createUser('stall', 'stall-password');
-      assert.equal(
-        (await uploadRaw(t, basic('stall', 'stall-password'), bytes(5000), { file: 'a.bin' })).status,
-        200,
-      );
-      await t.advanceClock(DAY + 1000);
-      const first = t.server.workers.get('file-sweeper')!.runOnce();
-      await atDelete;
-      // Its claim is stale after ten minutes: another sweeper takes the purge over and finishes it.
-      await t.advanceClock(11 * 60 * 1000);
-      const s = t.server.services;
-      await new FileSweeper({
-        files: s.files,
-        store: s.files.store,
-        blobs: s.blobs,
-        reconciler: s.reconciler,
-        audit: s.audit,
-        clock: s.clock,
-        log: s.log,
-        intervalMs: 60_000,
-      }).run();
-      assert.deepEqual(await s.db.selectFrom('files').select('id').execute(), []);
-      release();
-      await first;
-      assert.equal((await s.audit.query({ event: 'file.purged' })).length, 1);
-    } finally {
-      await t.close();
-    }
+    await t.createUser('stall', 'stall-password');
+    assert.equal(
+      (await uploadRaw(t, basic('stall', 'stall-password'), bytes(5000), { file: 'a.bin' })).status,
+      200,
+    );
+    await t.advanceClock(DAY + 1000);
+    const first = t.server.workers.get('file-sweeper')!.runOnce();
+    await atDelete;
+    // Its claim is stale after ten minutes: another sweeper takes the purge over and finishes it.
+    await t.advanceClock(11 * 60 * 1000);
+    const s = t.server.services;
+    await new FileSweeper({
+      files: s.files,
+      store: s.files.store,
+      blobs: s.blobs,
+      reconciler: s.reconciler,
+      audit: s.audit,
+      clock: s.clock,
+      log: s.log,
+      intervalMs: 60_000,
+    }).run();
+    assert.deepEqual(await s.db.selectFrom('files').select('id').execute(), []);
+    release();
+    await first;
+    assert.equal((await s.audit.query({ event: 'file.purged' })).length, 1);
   });
 });
 
 describe('S3 out of reach', { skip: hasS3 ? false : S3_SKIP }, () => {
   // Found by a crash probe: an S3 outage answered plain 500s, which clients do not retry.
-  test('uploads and downloads answer 503 with Retry-After, store nothing, and work again once it is back', async () => {
+  test('uploads and downloads answer 503 with Retry-After, store nothing, and work again once it is back', async (ctx) => {
     const bucket = await createTestBucket('files/');
     const endpoint = new URL(bucket.env['REMESSA_S3_ENDPOINT']!);
     const proxy = await CutProxy.start({ target: { host: endpoint.hostname, port: Number(endpoint.port) } });
     const t = await startTestServer({
       env: { ...bucket.env, REMESSA_S3_ENDPOINT: proxy.origin, REMESSA_INLINE_MAX_SIZE: '0' },
     }).catch(closing(proxy, { close: () => bucket.drop() }));
-    try {
-      await t.createUser('s3down', 's3down-password');
-      const auth = basic('s3down', 's3down-password');
-      const stored = await uploadRaw(t, auth, bytes(300_000), { file: 'before.bin' });
-      assert.equal(stored.status, 200);
-      const link = (stored.body['files'] as FileEntry[])[0]!.linkURL;
-      const keys = await bucket.keys();
+    closeWith(ctx, t, proxy, () => bucket.drop());
+    await t.createUser('s3down', 's3down-password');
+    const auth = basic('s3down', 's3down-password');
+    const link = (await uploadFile(t, auth, 'before.bin', bytes(300_000))).linkURL;
+    const keys = await bucket.keys();
 
-      proxy.down = true;
-      proxy.cutAll();
-      const up = await uploadRaw(t, auth, bytes(300_000), { file: 'during.bin' });
-      assert.equal(up.status, 503, JSON.stringify(up.body));
-      assert.equal(up.headers.get('retry-after'), '5');
-      const down = await get(link);
-      assert.equal(down.res.status, 503);
-      assert.equal(down.res.headers.get('retry-after'), '5');
+    proxy.down = true;
+    proxy.cutAll();
+    const up = await uploadRaw(t, auth, bytes(300_000), { file: 'during.bin' });
+    assert.equal(up.status, 503, JSON.stringify(up.body));
+    assert.equal(up.headers.get('retry-after'), '5');
+    const down = await get(link);
+    assert.equal(down.res.status, 503);
+    assert.equal(down.res.headers.get('retry-after'), '5');
 
-      proxy.down = false;
-      assert.equal((await uploadRaw(t, auth, bytes(300_000), { file: 'after.bin' })).status, 200);
-      assert.equal((await get(link)).res.status, 200);
-      const rows = await t.server.services.db.selectFrom('files').select('name').execute();
-      assert.deepEqual(rows.map((r) => r.name).sort(), ['after.bin', 'before.bin']);
-      assert.equal((await bucket.keys()).length, keys.length + 1);
-    } finally {
-      await t.close();
-      await proxy.close();
-      await bucket.drop();
-    }
+    proxy.down = false;
+    assert.equal((await uploadRaw(t, auth, bytes(300_000), { file: 'after.bin' })).status, 200);
+    assert.equal((await get(link)).res.status, 200);
+    const rows = await t.server.services.db.selectFrom('files').select('name').execute();
+    assert.deepEqual(rows.map((r) => r.name).sort(), ['after.bin', 'before.bin']);
+    assert.equal((await bucket.keys()).length, keys.length + 1);
   });
 });

@@ -18,6 +18,7 @@ import {
   closeAll,
   ERROR_KEYS,
   errorKeys,
+  serverFor,
   startTestServer,
   type TestServer,
 } from './helpers/server.js';
@@ -497,57 +498,53 @@ describe('webhooks: safety', () => {
     );
   });
 
-  test('a receiver answering 410 Gone disables its subscription', async () => {
-    const onPrem = await startTestServer({
+  test('a receiver answering 410 Gone disables its subscription', async (ctx) => {
+    const onPrem = await serverFor(ctx, {
       env: { REMESSA_WEBHOOK_ALLOW_PRIVATE: 'true' },
       startWorkers: false,
     });
-    try {
-      await onPrem.createUser('carol', 'carol-password');
-      const r = await call(`${onPrem.base}/webhooks`, {
-        method: 'POST',
-        headers: { Authorization: carol, 'Content-Type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ url: `${gone.url}/gone`, events: 'file.uploaded' }).toString(),
-      });
-      assert.equal(r.status, 200);
-      const id = (r.body['webhook'] as { id: number }).id;
-      assert.deepEqual((r.body['webhook'] as { events: string[] }).events, ['file.uploaded']);
-      // One event at a time: two side by side race the 410's disabling (CI once saw the second
-      // read the row after the first had switched it off), and either order is correct.
-      await upload(onPrem, carol, 'b.txt');
-      await onPrem.server.services.notify.deliverDue();
-      assert.equal(gone.requests.length, 1);
-      await upload(onPrem, carol, 'c.txt');
-      await onPrem.server.services.notify.deliverDue();
-      assert.equal(gone.requests.length, 1, 'the subscription is off');
-      const list = await call(`${onPrem.base}/webhooks`, { headers: { Authorization: carol } });
-      const hook = (list.body['webhooks'] as Record<string, unknown>[]).find((w) => w['id'] === id)!;
-      assert.equal(hook['enabled'], false);
-      assert.equal(hook['disabledReason'], 'receiver answered 410 Gone');
-      const failed = (await onPrem.server.services.notify.list({ status: 'failed' })).filter(
-        (m) => m.channel === 'webhook',
-      );
-      // c.txt's event was never queued for a disabled subscription.
-      assert.deepEqual(
-        failed.map((m) => m.lastError),
-        ['receiver answered HTTP 410 Gone; subscription disabled'],
-      );
+    await onPrem.createUser('carol', 'carol-password');
+    const r = await call(`${onPrem.base}/webhooks`, {
+      method: 'POST',
+      headers: { Authorization: carol, 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ url: `${gone.url}/gone`, events: 'file.uploaded' }).toString(),
+    });
+    assert.equal(r.status, 200);
+    const id = (r.body['webhook'] as { id: number }).id;
+    assert.deepEqual((r.body['webhook'] as { events: string[] }).events, ['file.uploaded']);
+    // One event at a time: two side by side race the 410's disabling (CI once saw the second
+    // read the row after the first had switched it off), and either order is correct.
+    await upload(onPrem, carol, 'b.txt');
+    await onPrem.server.services.notify.deliverDue();
+    assert.equal(gone.requests.length, 1);
+    await upload(onPrem, carol, 'c.txt');
+    await onPrem.server.services.notify.deliverDue();
+    assert.equal(gone.requests.length, 1, 'the subscription is off');
+    const list = await call(`${onPrem.base}/webhooks`, { headers: { Authorization: carol } });
+    const hook = (list.body['webhooks'] as Record<string, unknown>[]).find((w) => w['id'] === id)!;
+    assert.equal(hook['enabled'], false);
+    assert.equal(hook['disabledReason'], 'receiver answered 410 Gone');
+    const failed = (await onPrem.server.services.notify.list({ status: 'failed' })).filter(
+      (m) => m.channel === 'webhook',
+    );
+    // c.txt's event was never queued for a disabled subscription.
+    assert.deepEqual(
+      failed.map((m) => m.lastError),
+      ['receiver answered HTTP 410 Gone; subscription disabled'],
+    );
 
-      const other = basic('carol', 'carol-password');
-      const del = await call(`${onPrem.base}/webhooks?id=${id}`, {
-        method: 'DELETE',
-        headers: { Authorization: other },
-      });
-      assert.equal(del.status, 200);
-      const again = await call(`${onPrem.base}/webhooks?id=${id}`, {
-        method: 'DELETE',
-        headers: { Authorization: other },
-      });
-      assert.equal(again.status, 404);
-      assert.equal(again.body['detail'], `no webhook ${id}`);
-    } finally {
-      await onPrem.close();
-    }
+    const other = basic('carol', 'carol-password');
+    const del = await call(`${onPrem.base}/webhooks?id=${id}`, {
+      method: 'DELETE',
+      headers: { Authorization: other },
+    });
+    assert.equal(del.status, 200);
+    const again = await call(`${onPrem.base}/webhooks?id=${id}`, {
+      method: 'DELETE',
+      headers: { Authorization: other },
+    });
+    assert.equal(again.status, 404);
+    assert.equal(again.body['detail'], `no webhook ${id}`);
   });
 });
 

@@ -1,5 +1,6 @@
 // Helpers for file-transfer tests: uploads over real HTTP and a look at what the server left on
 // disk and in the database (to prove failures leave nothing behind).
+import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -45,6 +46,18 @@ export function uploadRaw(t: TestServer, auth: string, data: Buffer, query: Reco
     headers: { Authorization: auth, 'Content-Type': 'application/octet-stream' },
     body: new Uint8Array(data),
   });
+}
+
+/** Uploads `data` as `name` (a raw body) and returns its entry: the file's id, link and the rest. */
+export async function uploadFile(
+  t: TestServer,
+  auth: string,
+  name: string,
+  data: Buffer,
+): Promise<FileEntry> {
+  const r = await uploadRaw(t, auth, data, { file: name });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  return (r.body['files'] as FileEntry[])[0]!;
 }
 
 export async function listArea(t: TestServer, name: string, password: string, page = 1, backup = false) {

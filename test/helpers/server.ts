@@ -7,6 +7,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
+import type { TestContext } from 'node:test';
 import { OffsetClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import type { UserRow } from '../../src/db/schema.js';
@@ -128,6 +129,30 @@ export const closing =
     await closeAll(...things).catch(() => {});
     throw err;
   };
+
+/**
+ * Closes `things` (as closeAll does, in order) when the test `ctx` ends, passed or failed: the
+ * test body needs no try/finally. What a later call registers closes first (a server before the
+ * database or peer it was started on). Returns the first of `things`.
+ */
+export function closeWith<T extends Closable>(ctx: TestContext, thing: T, ...more: Closable[]): T {
+  let groups = closeGroups.get(ctx);
+  if (!groups) {
+    const registered: Closable[][] = [];
+    closeGroups.set(ctx, registered);
+    ctx.after(() => closeAll(...registered.reverse().map((group) => () => closeAll(...group))));
+    groups = registered;
+  }
+  groups.push([thing, ...more]);
+  return thing;
+}
+
+const closeGroups = new WeakMap<TestContext, Closable[][]>();
+
+/** A test server closed when the test `ctx` ends. */
+export async function serverFor(ctx: TestContext, opts: StartOptions = {}): Promise<TestServer> {
+  return closeWith(ctx, await startTestServer(opts));
+}
 
 export interface StartOptions {
   env?: Record<string, string>;
