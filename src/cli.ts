@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { Command, Option } from 'commander';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import type { UserRow } from './db/schema.js';
-import { AppError } from './errors.js';
+import { DomainError, invalid, notFound, unauthorized } from './errors.js';
 import { createLogger } from './logger.js';
 import { Resealer } from './security/reseal.js';
 import { startServer } from './server.js';
@@ -86,7 +86,7 @@ function describeUser(u: UserRow): Record<string, unknown> {
 
 function parseTime(value: string): number {
   const t = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
-  if (Number.isNaN(t)) throw new AppError(400, `not a time: "${value}" (use ISO 8601 or epoch ms)`);
+  if (Number.isNaN(t)) throw invalid(`not a time: "${value}" (use ISO 8601 or epoch ms)`);
   return t;
 }
 
@@ -182,7 +182,7 @@ user
   .description("change a user's e-mail, mobile or language")
   .action(async (name: string, o: { email?: string; mobile?: string; lang?: string }) => {
     if (o.email === undefined && o.mobile === undefined && o.lang === undefined) {
-      throw new AppError(400, 'nothing to set: give --email, --mobile or --lang');
+      throw invalid('nothing to set: give --email, --mobile or --lang');
     }
     await withServices(async (s) => {
       const u = await s.users.update(name, o);
@@ -325,10 +325,10 @@ outbox
   .option('--json', 'machine-readable output')
   .description('print one message in full, PIN and link included (for a machine without SMTP/SMS)')
   .action(async (id: string, o: { json?: boolean }) => {
-    if (!/^\d+$/.test(id)) throw new AppError(400, `not a message id: "${id}"`);
+    if (!/^\d+$/.test(id)) throw invalid(`not a message id: "${id}"`);
     await withServices(async (s) => {
       const m = await s.notify.show(Number(id));
-      if (!m) throw new AppError(404, `no outbox message ${id}`);
+      if (!m) throw notFound(`no outbox message ${id}`);
       if (o.json) return console.log(JSON.stringify(m, null, 2));
       console.log(`Message:  ${m.id} (${m.status}, ${m.attempts} attempt(s))`);
       console.log(`Channel:  ${m.channel}`);
@@ -402,7 +402,7 @@ webhook
   .action(async (name: string, url: string, o: { events?: string; json?: boolean }) => {
     await withServices(async (s) => {
       const owner = await s.users.find(name);
-      if (!owner) throw new AppError(404, `no user ${name}`);
+      if (!owner) throw notFound(`no user ${name}`);
       const { webhook: w, secret } = await s.webhooks.add(owner, url, o.events);
       if (o.json) return console.log(JSON.stringify({ ...w, user: owner.name, secret }));
       console.log(`webhook ${w.id} for ${owner.name}: ${w.url}`);
@@ -419,7 +419,7 @@ webhook
   .action(async (name: string | undefined, o: { json?: boolean }) => {
     await withServices(async (s) => {
       const owner = name === undefined ? undefined : await s.users.find(name);
-      if (name !== undefined && !owner) throw new AppError(404, `no user ${name}`);
+      if (name !== undefined && !owner) throw notFound(`no user ${name}`);
       const list = await s.webhooks.list(owner);
       if (!o.json && list.length === 0) return console.log('no webhooks');
       const rows: string[][] = [];
@@ -440,7 +440,7 @@ webhook
   .argument('<id>', 'subscription id, from `webhook list`')
   .description('delete a subscription; events not yet delivered to it are dropped')
   .action(async (id: string) => {
-    if (!/^\d+$/.test(id)) throw new AppError(400, `not a webhook id: "${id}"`);
+    if (!/^\d+$/.test(id)) throw invalid(`not a webhook id: "${id}"`);
     await withServices(async (s) => {
       await s.webhooks.remove(Number(id));
       console.log(`removed webhook ${id}`);
@@ -460,16 +460,16 @@ program
     const { serverUrl, saveToken, configDir } = await import('./client/session.js');
     const server = serverUrl(o.server);
     const name = o.user ?? process.env['REMESSA_USER'];
-    if (!name) throw new AppError(400, 'no user: give --user or set REMESSA_USER');
+    if (!name) throw invalid('no user: give --user or set REMESSA_USER');
     const password = o.passwordStdin ? await readStdin() : process.env['REMESSA_PASSWORD'];
-    if (!password) throw new AppError(400, 'no password: use --password-stdin or set REMESSA_PASSWORD');
+    if (!password) throw invalid('no password: use --password-stdin or set REMESSA_PASSWORD');
     const res = await fetch(`${server}/oauth2/token`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ grant_type: 'password', username: name, password }).toString(),
     });
     const body = (await res.json().catch(() => ({}))) as { access_token?: string; expires_in?: number };
-    if (!res.ok || !body.access_token) throw new AppError(401, `sign-in refused (${res.status})`);
+    if (!res.ok || !body.access_token) throw unauthorized(`sign-in refused (${res.status})`);
     saveToken(server, {
       token: body.access_token,
       user: name,
@@ -540,7 +540,7 @@ program.parseAsync(process.argv).catch((err: unknown) => {
     console.error(`remessa: configuration error: ${err.message}`);
     process.exit(2);
   }
-  if (err instanceof AppError) {
+  if (err instanceof DomainError) {
     console.error(`remessa: ${err.detail ?? err.message}`);
     process.exit(1);
   }

@@ -1,66 +1,73 @@
-// The one error type. Domain services throw AppError; the HTTP layer maps it to an envelope (or an
-// OAuth error object on the token endpoint). `detail` is safe to show: it never reveals whether a
-// user exists.
-// 410, 412, 415, 423 and 460 (checksum mismatch) are the tus protocol's answers (src/http/routes/uploads.ts).
-export type ErrorStatus =
-  | 400
-  | 401
-  | 403
-  | 404
-  | 405
-  | 408
-  | 409
-  | 410
-  | 411
-  | 412
-  | 413
-  | 415
-  | 416
-  | 417
-  | 423
-  | 429
-  | 460
-  | 500
-  | 503;
+// The domain's errors: what went wrong, in words any front door can use. They carry no protocol
+// status and no header: the HTTP layer maps each kind to its answer in one place
+// (src/http/error-mapping.ts), the CLI prints the detail. `detail` is safe to show: it never reveals
+// whether a user exists.
 
-export const STATUS_TEXT: Record<ErrorStatus, string> = {
-  400: 'Bad Request',
-  401: 'Unauthorized',
-  403: 'Forbidden',
-  404: 'Not Found',
-  405: 'Method Not Allowed',
-  408: 'Request Timeout',
-  409: 'Conflict',
-  410: 'Gone',
-  411: 'Length Required',
-  412: 'Precondition Failed',
-  413: 'Payload Too Large',
-  415: 'Unsupported Media Type',
-  416: 'Range Not Satisfiable',
-  417: 'Expectation Failed',
-  423: 'Locked',
-  429: 'Too Many Requests',
-  460: 'Checksum Mismatch',
-  500: 'Internal Server Error',
-  503: 'Service Unavailable',
+/** What kind of refusal or failure; each front door decides how to say it. */
+export type ErrorKind =
+  | 'invalid'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'not-found'
+  | 'conflict'
+  | 'gone'
+  | 'too-large'
+  | 'locked'
+  | 'too-many'
+  | 'checksum-mismatch'
+  | 'unavailable';
+
+/** What a front door needs beyond the kind and the detail. */
+export interface ErrorFacts {
+  /** When the same request may succeed again (too-many, locked, unavailable). */
+  retryAfterSeconds?: number;
+  /** conflict: the offset an upload stands at, which the client must resume from. */
+  expectedOffset?: number;
+}
+
+/** Words for an error without a detail of its own (the same the HTTP envelope's description uses). */
+const KIND_TEXT: Record<ErrorKind, string> = {
+  invalid: 'Bad Request',
+  unauthorized: 'Unauthorized',
+  forbidden: 'Forbidden',
+  'not-found': 'Not Found',
+  conflict: 'Conflict',
+  gone: 'Gone',
+  'too-large': 'Payload Too Large',
+  locked: 'Locked',
+  'too-many': 'Too Many Requests',
+  'checksum-mismatch': 'Checksum Mismatch',
+  unavailable: 'Service Unavailable',
 };
 
-export class AppError extends Error {
+export class DomainError extends Error {
   constructor(
-    readonly status: ErrorStatus,
+    readonly kind: ErrorKind,
     readonly detail?: string,
-    /** Extra response headers, e.g. WWW-Authenticate or Retry-After. */
-    readonly headers: Record<string, string> = {},
+    readonly facts: ErrorFacts = {},
   ) {
-    super(detail ?? STATUS_TEXT[status]);
-    this.name = 'AppError';
+    super(detail ?? KIND_TEXT[kind]);
+    this.name = 'DomainError';
   }
 }
 
-export const badRequest = (detail?: string) => new AppError(400, detail);
-export const unauthorized = (detail?: string, headers?: Record<string, string>) =>
-  new AppError(401, detail, headers);
-export const forbidden = (detail?: string) => new AppError(403, detail);
+export const invalid = (detail?: string) => new DomainError('invalid', detail);
+export const unauthorized = (detail?: string) => new DomainError('unauthorized', detail);
+export const forbidden = (detail?: string) => new DomainError('forbidden', detail);
+export const notFound = (detail?: string) => new DomainError('not-found', detail);
+/** `expectedOffset`: the offset an upload stands at, for a write that assumed another. */
+export const conflict = (detail?: string, expectedOffset?: number) =>
+  new DomainError('conflict', detail, expectedOffset === undefined ? {} : { expectedOffset });
+export const gone = (detail?: string) => new DomainError('gone', detail);
+export const tooLarge = (detail?: string) => new DomainError('too-large', detail);
+export const locked = (detail: string, retryAfterSeconds: number) =>
+  new DomainError('locked', detail, { retryAfterSeconds });
+export const tooMany = (detail: string, retryAfterSeconds?: number) =>
+  new DomainError('too-many', detail, retryAfterSeconds === undefined ? {} : { retryAfterSeconds });
+export const checksumMismatch = (detail?: string) => new DomainError('checksum-mismatch', detail);
+/** A service the request needs is out of reach or out of room: nothing changed. */
+export const unavailableFor = (detail?: string, retryAfterSeconds?: number) =>
+  new DomainError('unavailable', detail, retryAfterSeconds === undefined ? {} : { retryAfterSeconds });
 
 /** Errors of a full disk or database, in either dialect: the request fails cleanly and may be retried. */
 export function isOutOfSpace(err: unknown): boolean {
@@ -81,9 +88,7 @@ export function isOutOfDescriptors(err: unknown): boolean {
 
 /** What a request that could not open a file or connection answers: nothing changed, retry soon. */
 export const outOfDescriptors = () =>
-  new AppError(503, 'the server has too many open files; the request changed nothing, retry shortly', {
-    'Retry-After': '5',
-  });
+  unavailableFor('the server has too many open files; the request changed nothing, retry shortly', 5);
 
 /** Network errors reaching a service a request needs (the database, S3). */
 const UNREACHABLE = new Set([
@@ -120,14 +125,11 @@ export function isUnavailable(err: unknown): boolean {
 }
 
 export const unavailable = () =>
-  new AppError(
-    503,
+  unavailableFor(
     'the database or the file store is unreachable; the request changed nothing, retry later',
-    {
-      'Retry-After': '5',
-    },
+    5,
   );
 
 /** What a request that could not be recorded (full disk) answers: retry once space returns. */
 export const outOfSpace = () =>
-  new AppError(503, 'storage is full; the request changed nothing, retry later', { 'Retry-After': '60' });
+  unavailableFor('storage is full; the request changed nothing, retry later', 60);

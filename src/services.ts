@@ -8,7 +8,7 @@ import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
 import { type Db, type OpenDatabase, openDatabase, postgresAddress } from './db/database.js';
 import type { Dialect } from './db/migrations.js';
-import { AppError, isUnavailable } from './errors.js';
+import { isUnavailable, unavailableFor } from './errors.js';
 import { FileService } from './files/file-service.js';
 import { FileStore } from './files/file-store.js';
 import { FileSweeper } from './files/lifecycle.js';
@@ -16,6 +16,7 @@ import { LinkStore } from './files/link-store.js';
 import { RecipientNotifier } from './files/recipients.js';
 import { SecureLinks } from './files/secure-links.js';
 import { DeliveryTracker } from './files/tracking.js';
+import { failureText } from './http/error-mapping.js';
 import type { Logger } from './logger.js';
 import { NotificationService } from './notify/notification-service.js';
 import { OutboxStore } from './notify/outbox-store.js';
@@ -116,8 +117,7 @@ async function openPostgresOrSqlite(config: Config, log: Logger): Promise<OpenDa
     // The first query is the migrations', which report the driver's error as their cause.
     const why = isUnavailable(err) ? err : (err as Error | null)?.cause;
     if (!at || !isUnavailable(why)) throw err;
-    throw new AppError(
-      503,
+    throw unavailableFor(
       `PostgreSQL at ${at} is not reachable (REMESSA_CONNECT_TIMEOUT_SECONDS=${config.connectTimeoutSeconds}, REMESSA_BACKEND_TIMEOUT_SECONDS=${config.backendTimeoutSeconds}): ${(why as Error).message}`,
     );
   }
@@ -184,6 +184,8 @@ async function assemble(
     clock,
     config,
     commits: database.commits,
+    // The audit log has always named a failed upload by its HTTP answer ("413 file larger …").
+    describeFailure: failureText,
   });
   const webhookStore = new WebhookStore(db);
   const webhookTransport = new WebhookTransport(webhookStore, keys, clock, {

@@ -1,6 +1,6 @@
 // Value rules shared by the CLI, the API and the portal.
 import { LANGS, type Lang } from './config.js';
-import { badRequest } from './errors.js';
+import { invalid } from './errors.js';
 import { isEmail, listItems, normalizeMobile, USER_NAME } from './validation-rules.js';
 
 export { isEmail, normalizeMobile, USER_NAME };
@@ -16,19 +16,19 @@ export function isLang(v: string): v is Lang {
 /** Splits "a@x.com, b@y.com; c@z.com" into addresses; any invalid entry rejects the whole list. */
 export function parseEmailList(raw: string): string[] {
   const items = listItems(raw);
-  if (items.length === 0) throw badRequest('m: no e-mail address given');
-  for (const item of items) if (!isEmail(item)) throw badRequest(`m: invalid e-mail address "${item}"`);
+  if (items.length === 0) throw invalid('m: no e-mail address given');
+  for (const item of items) if (!isEmail(item)) throw invalid(`m: invalid e-mail address "${item}"`);
   return [...new Set(items.map((e) => e.toLowerCase()))];
 }
 
 export function parseMobileList(raw: string): string[] {
   const items = listItems(raw);
-  if (items.length === 0) throw badRequest('c: no mobile number given');
+  if (items.length === 0) throw invalid('c: no mobile number given');
   return [
     ...new Set(
       items.map((item) => {
         const m = normalizeMobile(item);
-        if (!m) throw badRequest(`c: invalid mobile number "${item}"`);
+        if (!m) throw invalid(`c: invalid mobile number "${item}"`);
         return m;
       }),
     ),

@@ -17,7 +17,7 @@ import { CreateMultipartUploadCommand, UploadPartCommand } from '@aws-sdk/client
 import { OffsetClock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
 import { type OpenDatabase, openDatabase } from '../src/db/database.js';
-import { AppError } from '../src/errors.js';
+import { DomainError } from '../src/errors.js';
 import { FileStore } from '../src/files/file-store.js';
 import { createLogger } from '../src/logger.js';
 import { nativeModule } from '../src/native.js';
@@ -210,8 +210,8 @@ for (const kind of kinds) {
 
     test('past the byte limit: 413 mid-stream, and nothing left behind', async () => {
       await assert.rejects(writer.write(chunked(bytes(12 * MiB)), 10 * MiB), (err) => {
-        assert.ok(err instanceof AppError);
-        assert.equal(err.status, 413);
+        assert.ok(err instanceof DomainError);
+        assert.equal(err.kind, 'too-large');
         assert.equal(err.detail, `file larger than the limit of ${10 * MiB} bytes`);
         return true;
       });
@@ -282,7 +282,7 @@ for (const kind of kinds) {
         store.delete = deleteBlob;
       }
       const outcome = await settled;
-      assert.ok(outcome instanceof AppError && outcome.status === 503, String(outcome));
+      assert.ok(outcome instanceof DomainError && outcome.kind === 'unavailable', String(outcome));
       assert.equal(await store.stat(blob.key), null);
       await empty();
     });

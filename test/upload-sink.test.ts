@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
-import { AppError } from '../src/errors.js';
+import { DomainError } from '../src/errors.js';
 import { type NativeModule, nativeModule } from '../src/native.js';
 import { writeUpload } from '../src/storage/upload-sink.js';
 import { bytes } from './helpers/files.js';
@@ -99,8 +99,8 @@ for (const mode of ['native, direct', 'native, buffered', 'js'] as const) {
     test('one byte past the limit → 413, whatever was written stays for the caller to remove', async () => {
       const fh = await open(path.join(dir, 'big'), 'wx');
       await assert.rejects(writeUpload(chunked(bytes(3 * MiB + 1), 7), fh, 3 * MiB, opts()), (err) => {
-        assert.ok(err instanceof AppError);
-        assert.equal(err.status, 413);
+        assert.ok(err instanceof DomainError);
+        assert.equal(err.kind, 'too-large');
         return true;
       });
       await fh.close();

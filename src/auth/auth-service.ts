@@ -3,7 +3,7 @@ import { errors as joseErrors, jwtVerify, SignJWT } from 'jose';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { Clock } from '../clock.js';
 import type { UserRow } from '../db/schema.js';
-import { AppError, unauthorized } from '../errors.js';
+import { tooMany, unauthorized } from '../errors.js';
 import { type Keys, randomToken } from '../security/keys.js';
 import type { UserStore } from '../users/user-store.js';
 import { CredentialCache, type CredentialCacheOptions } from './credential-cache.js';
@@ -94,9 +94,7 @@ export class AuthService {
     if (remote !== null) {
       const recent = await this.audit.countFailedLogins(remote, now - MINUTE);
       if (recent >= CREDENTIAL_FAILURES_PER_MINUTE)
-        throw new AppError(429, 'too many failed sign-ins from this address: retry in a minute', {
-          'Retry-After': '60',
-        });
+        throw tooMany('too many failed sign-ins from this address: retry in a minute', 60);
     }
     const user = await this.users.byName(name);
     const cacheKey = this.keys.credentialHash(name.toLowerCase(), password);

@@ -10,7 +10,7 @@ import type { Lang } from '../config.js';
 import type { Db } from '../db/database.js';
 import type { UserRow } from '../db/schema.js';
 import { inTransaction } from '../db/transaction.js';
-import { AppError } from '../errors.js';
+import { type DomainError, tooMany } from '../errors.js';
 import type { NotificationService } from '../notify/notification-service.js';
 import { formatDateTime, formatDuration } from '../notify/templates.js';
 import type { RateCounter } from '../security/rate-counter.js';
@@ -62,11 +62,9 @@ export class RecoveryGuard {
     return left > 0 ? Math.ceil(left / 1000) : 0;
   }
 
-  /** The 429 of forgetParameters / firstaccess while the account's recovery is locked. */
-  locked(seconds: number): AppError {
-    return new AppError(429, `password recovery for this account is locked; retry in ${seconds}s`, {
-      'Retry-After': String(seconds),
-    });
+  /** The too-many of forgetParameters / firstaccess while the account's recovery is locked. */
+  locked(seconds: number): DomainError {
+    return tooMany(`password recovery for this account is locked; retry in ${seconds}s`, seconds);
   }
 
   /** Counts one PIN e-mail to the account: 429 past the hourly budget. */
@@ -80,10 +78,9 @@ export class RecoveryGuard {
     const { count, ttl } = await this.deps.counter.hit(`recovery-mail:${user.id}`, HOUR_MS);
     if (count <= this.limits.mailsPerHour) return;
     const wait = Math.max(1, Math.ceil(ttl / 1000));
-    throw new AppError(
-      429,
+    throw tooMany(
       `at most ${this.limits.mailsPerHour} password e-mails an hour to one account; retry in ${wait}s`,
-      { 'Retry-After': String(wait) },
+      wait,
     );
   }
 

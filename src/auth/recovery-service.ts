@@ -7,7 +7,7 @@ import type { Lang } from '../config.js';
 import type { Db } from '../db/database.js';
 import type { ChangeTokenRow, UserRow } from '../db/schema.js';
 import { inTransaction } from '../db/transaction.js';
-import { badRequest, forbidden, unauthorized } from '../errors.js';
+import { forbidden, invalid, unauthorized } from '../errors.js';
 import type { NotificationService } from '../notify/notification-service.js';
 import { formatDuration } from '../notify/templates.js';
 import { type Keys, randomToken, sha256 } from '../security/keys.js';
@@ -222,7 +222,7 @@ export class RecoveryService {
    */
   async change(input: ChangeInput, remote: string | null): Promise<LinkResult> {
     const { k, p, z } = input;
-    if (!k) throw badRequest('k (change token) is required');
+    if (!k) throw invalid('k (change token) is required');
     const now = this.clock.now();
     const row = await this.tokens.byTokenHash(sha256(k));
     const user = row ? await this.users.byId(row.user_id) : undefined;
@@ -249,14 +249,14 @@ export class RecoveryService {
     if (!p) {
       if (z) {
         await this.failed(user.name, remote, 'new password without PIN');
-        throw badRequest('p (PIN) is required to set a password');
+        throw invalid('p (PIN) is required to set a password');
       }
       await this.resendPin(row, user, linkURL, now, remote);
       return { user, linkURL };
     }
     if (!z) {
       await this.failed(user.name, remote, 'PIN without new password');
-      throw badRequest('z (new password) is required');
+      throw invalid('z (new password) is required');
     }
     try {
       this.users.checkPasswordPolicy(z);

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { AppError } from '../errors.js';
+import { DomainError, forbidden, invalid, unavailableFor } from '../errors.js';
 import { type Progress, progress } from './progress.js';
 import { Backoff, reconnecting, retryAfterMs, sleep, TRANSIENT_STATUSES } from './retry.js';
 
@@ -56,7 +56,7 @@ async function askPin(link: URL): Promise<string> {
   const pinUrl = new URL(link);
   pinUrl.pathname = pinUrl.pathname.replace(/\/download\/file$/, '/download/pin');
   const sent = await fetch(pinUrl, { method: 'POST' });
-  if (!sent.ok) throw new AppError(403, `could not request a PIN: ${await envelopeDetail(sent)}`);
+  if (!sent.ok) throw forbidden(`could not request a PIN: ${await envelopeDetail(sent)}`);
   process.stderr.write('A PIN was sent to the recipient of this link.\n');
   const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: process.stdin.isTTY });
   try {
@@ -84,7 +84,7 @@ async function request(url: URL, init: RequestInit): Promise<Response> {
 }
 
 /**
- * Runs `attempt` until it succeeds, on the backoff's schedule. An AppError is final; anything
+ * Runs `attempt` until it succeeds, on the backoff's schedule. A DomainError is final; anything
  * else (a network error, Unavailable) is retried, said through `say` with `why`'s words.
  */
 async function retrying<T>(
@@ -97,12 +97,12 @@ async function retrying<T>(
     try {
       return await attempt();
     } catch (err) {
-      if (err instanceof AppError) throw err;
+      if (err instanceof DomainError) throw err;
       const e = err as Error;
       const reason = e instanceof Unavailable ? e.message : await why(e);
       const retryAfter = e instanceof Unavailable ? e.retryAfter : undefined;
       const next = backoff.next(retryAfter);
-      if (!next) throw new AppError(503, `download interrupted: ${reason}; run again to resume`);
+      if (!next) throw unavailableFor(`download interrupted: ${reason}; run again to resume`);
       say(reconnecting(reason, next.attempt, next.ms, retryAfter !== undefined));
       await sleep(next.ms);
     }
@@ -126,7 +126,7 @@ async function fetchRest(
     have > 0 && have < length ? { Range: `bytes=${have}-`, 'If-Range': etag } : {};
   const res = await request(url, { headers });
   if (res.status !== 200 && res.status !== 206)
-    throw new AppError(400, `download refused (${res.status}): ${await envelopeDetail(res)}`);
+    throw invalid(`download refused (${res.status}): ${await envelopeDetail(res)}`);
   // 200: the server sends it all (the file changed, or no resume): start the part file over.
   const append = res.status === 206;
   let done = append ? have : 0;
@@ -147,7 +147,7 @@ export async function get(link: string, o: GetOptions): Promise<GotFile> {
   try {
     url = new URL(link);
   } catch {
-    throw new AppError(400, `not a link: "${link}"`);
+    throw invalid(`not a link: "${link}"`);
   }
   if (o.pin) url.searchParams.set('p', o.pin);
   const backoff = new Backoff();
@@ -166,12 +166,15 @@ export async function get(link: string, o: GetOptions): Promise<GotFile> {
   }
   if (!head.ok) {
     const why = await envelopeDetail(await fetch(url, { method: 'GET', headers: { Range: 'bytes=0-0' } }));
-    throw new AppError(head.status === 403 ? 403 : 400, `download refused (${head.status}): ${why}`);
+    throw new DomainError(
+      head.status === 403 ? 'forbidden' : 'invalid',
+      `download refused (${head.status}): ${why}`,
+    );
   }
   const length = Number(head.headers.get('content-length'));
   const etag = head.headers.get('etag') ?? '';
   const sha256 = /^"([0-9a-f]{64})"$/.exec(etag)?.[1];
-  if (!sha256) throw new AppError(400, 'the server gave no SHA-256 (ETag) to check the file against');
+  if (!sha256) throw invalid('the server gave no SHA-256 (ETag) to check the file against');
   const final = path.resolve(o.out ?? nameFrom(head.headers.get('content-disposition')) ?? 'download');
   const part = `${final}.part`;
   const bar = progress(path.basename(final), length, o.json, 'received');
@@ -188,7 +191,7 @@ export async function get(link: string, o: GetOptions): Promise<GotFile> {
   for await (const c of createReadStream(part)) h.update(c as Buffer);
   if (h.digest('hex') !== sha256) {
     await unlink(part).catch(() => {});
-    throw new AppError(400, 'the downloaded file does not match its SHA-256: removed it, try again');
+    throw invalid('the downloaded file does not match its SHA-256: removed it, try again');
   }
   await rename(part, final);
   return { path: final, length, sha256 };

@@ -7,7 +7,7 @@ import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import path from 'node:path';
 import * as tus from 'tus-js-client';
-import { AppError } from '../errors.js';
+import { DomainError, invalid, unavailableFor } from '../errors.js';
 import { mib, progress } from './progress.js';
 import { RETRY_DELAYS_MS, reconnecting } from './retry.js';
 import { authorization, configDir } from './session.js';
@@ -41,7 +41,7 @@ function chunkBytes(): number {
   if (raw === undefined || raw === '') return 64 * MiB;
   const n = Number(raw);
   if (!Number.isSafeInteger(n) || n < 1)
-    throw new AppError(400, `REMESSA_CLIENT_CHUNK_BYTES must be a whole number of bytes, got "${raw}"`);
+    throw invalid(`REMESSA_CLIENT_CHUNK_BYTES must be a whole number of bytes, got "${raw}"`);
   return n;
 }
 
@@ -51,13 +51,13 @@ async function readableSize(file: string): Promise<number> {
     const fh = await open(file, 'r');
     try {
       const s = await fh.stat();
-      if (!s.isFile()) throw new AppError(400, `cannot read ${file}: not a file`);
+      if (!s.isFile()) throw invalid(`cannot read ${file}: not a file`);
       return s.size;
     } finally {
       await fh.close();
     }
   } catch (err) {
-    if (err instanceof AppError) throw err;
+    if (err instanceof DomainError) throw err;
     const code = (err as NodeJS.ErrnoException).code;
     const why =
       code === 'ENOENT' || code === 'ENOTDIR'
@@ -65,7 +65,7 @@ async function readableSize(file: string): Promise<number> {
         : code === 'EACCES' || code === 'EPERM'
           ? 'permission denied'
           : (err as Error).message;
-    throw new AppError(400, `cannot read ${file}: ${why}`);
+    throw invalid(`cannot read ${file}: ${why}`);
   }
 }
 
@@ -83,7 +83,7 @@ async function forget(storage: tus.UrlStorage, url: string): Promise<void> {
 }
 
 /** tus-js-client's errors carry the response; the server's envelope says what was wrong. */
-function uploadError(name: string, err: unknown): AppError {
+function uploadError(name: string, err: unknown): DomainError {
   const e = err as tus.DetailedError;
   const res = e.originalResponse;
   const status = res?.getStatus() ?? 0;
@@ -92,10 +92,10 @@ function uploadError(name: string, err: unknown): AppError {
     try {
       detail = String((JSON.parse(res.getBody()) as { detail?: string }).detail ?? '');
     } catch {}
-    return new AppError(400, `${name}: upload refused (${status})${detail ? `: ${detail}` : ''}`);
+    return invalid(`${name}: upload refused (${status})${detail ? `: ${detail}` : ''}`);
   }
   const why = e.originalRequest ? failure(e) : String(err);
-  return new AppError(503, `${name}: upload interrupted: ${why}; run again to resume`);
+  return unavailableFor(`${name}: upload interrupted: ${why}; run again to resume`);
 }
 
 async function sendOne(file: string, size: number, o: SendOptions): Promise<SentEntry> {
@@ -172,7 +172,7 @@ async function sendOne(file: string, size: number, o: SendOptions): Promise<Sent
   const res = await fetch(new URL(url, o.server), { headers: { Authorization: auth } });
   const body = (await res.json()) as { files?: SentEntry[]; detail?: string };
   if (!res.ok || !body.files?.[0])
-    throw new AppError(503, `upload finished but no entry: ${body.detail ?? res.status}`);
+    throw unavailableFor(`upload finished but no entry: ${body.detail ?? res.status}`);
   return body.files[0];
 }
 

@@ -5,7 +5,7 @@
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
-import { AppError } from '../errors.js';
+import { invalid, unauthorized } from '../errors.js';
 
 export function configDir(): string {
   const base = process.env['XDG_CONFIG_HOME'] || path.join(homedir(), '.config');
@@ -57,8 +57,8 @@ export function savedToken(server: string): Saved | undefined {
 /** `--server` or REMESSA_SERVER: the API's base URL, e.g. https://files.example.com/v1. */
 export function serverUrl(flag: string | undefined): string {
   const raw = flag ?? process.env['REMESSA_SERVER'];
-  if (!raw) throw new AppError(400, 'no server: give --server URL or set REMESSA_SERVER');
-  if (!/^https?:\/\//.test(raw)) throw new AppError(400, `--server must be an http(s) URL, got "${raw}"`);
+  if (!raw) throw invalid('no server: give --server URL or set REMESSA_SERVER');
+  if (!/^https?:\/\//.test(raw)) throw invalid(`--server must be an http(s) URL, got "${raw}"`);
   return raw.replace(/\/+$/, '');
 }
 
@@ -69,5 +69,5 @@ export function authorization(server: string): string {
   if (user && password) return `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
   const saved = savedToken(server);
   if (saved) return `Bearer ${saved.token}`;
-  throw new AppError(401, 'not signed in: run `remessa login` or set REMESSA_USER and REMESSA_PASSWORD');
+  throw unauthorized('not signed in: run `remessa login` or set REMESSA_USER and REMESSA_PASSWORD');
 }

@@ -10,11 +10,11 @@ import { type Db, isUniqueViolation } from '../db/database.js';
 import type { GroupCommit, MergedWork } from '../db/group-commit.js';
 import type { FileRow, LinkRow, UserRow } from '../db/schema.js';
 import { CommitUnknownError, inTransaction } from '../db/transaction.js';
-import { AppError, badRequest, isOutOfSpace, isUnavailable, unauthorized } from '../errors.js';
+import { DomainError, invalid, isOutOfSpace, isUnavailable, unauthorized } from '../errors.js';
 import { type Keys, randomToken, sha256 } from '../security/keys.js';
 import type { ByteRange, StoredBlob } from '../storage/blob-store.js';
 import { type BlobWriter, IN_DATABASE } from '../storage/blob-writer.js';
-import { tooLarge } from '../storage/metered.js';
+import { overByteLimit } from '../storage/metered.js';
 import type { UserService } from '../users/user-service.js';
 import type { BlobAccess, DownloadOutcome } from './download.js';
 import { areaLock, type FileStore, type FileWithLink, type NewFile } from './file-store.js';
@@ -113,7 +113,15 @@ export interface FileDeps {
   >;
   /** Download rows and counts, and upload rows, share commits with other requests'. */
   commits: GroupCommit;
+  /**
+   * How the audit log names an upload's failure. The server names it as its HTTP answer
+   * (src/http/error-mapping.ts); without one, the error's kind and detail.
+   */
+  describeFailure?: (err: unknown) => string;
 }
+
+const describeByKind = (err: unknown) =>
+  err instanceof DomainError ? `${err.kind} ${err.detail ?? ''}`.trim() : 'internal error';
 
 export class FileService {
   readonly store: FileStore;
@@ -125,6 +133,7 @@ export class FileService {
   private readonly clock: Clock;
   private readonly config: FileDeps['config'];
   private readonly commits: GroupCommit;
+  private readonly describeFailure: (err: unknown) => string;
   private readonly uploadHooks: UploadHook[] = [];
   private readonly downloadHooks: DownloadHook[] = [];
   private unfinished: UnfinishedBookkeeping[] = [];
@@ -167,6 +176,7 @@ export class FileService {
       config: this.config,
       commits: this.commits,
     } = deps);
+    this.describeFailure = deps.describeFailure ?? describeByKind;
   }
 
   onUpload(hook: UploadHook): void {
@@ -359,7 +369,7 @@ export class FileService {
   async destination(caller: UserRow, d: string | undefined): Promise<UserRow> {
     if (d === undefined || d === '') return caller;
     const owner = await this.users.find(d);
-    if (!owner?.enabled) throw badRequest('d: no such user');
+    if (!owner?.enabled) throw invalid('d: no such user');
     return owner;
   }
 
@@ -376,16 +386,16 @@ export class FileService {
         // disk (and the client's time) on it.
         if (f.filename) sanitizeFileName(f.filename);
         if (f.declaredSize !== undefined && f.declaredSize > this.config.maxFileSize)
-          throw tooLarge(this.config.maxFileSize);
+          throw overByteLimit(this.config.maxFileSize);
         written.push({
           filename: f.filename,
           blob: await this.writer.write(f.stream, this.config.maxFileSize, f.sizeBound),
         });
       }
-      if (written.length === 0) throw badRequest('no file in the request');
+      if (written.length === 0) throw invalid('no file in the request');
       const names = written.map((w) => {
         const raw = written.length === 1 ? req.queryName || w.filename : w.filename;
-        if (!raw) throw badRequest('file: no file name given');
+        if (!raw) throw invalid('file: no file name given');
         return sanitizeFileName(raw);
       });
       return await this.commit(
@@ -427,7 +437,7 @@ export class FileService {
         event: 'upload.failed',
         user: req.uploader.name,
         remote: req.remote,
-        detail: err instanceof AppError ? `${err.status} ${err.detail ?? ''}`.trim() : 'internal error',
+        detail: this.describeFailure(err),
       })
       .catch(() => {});
   }
@@ -518,8 +528,7 @@ export class FileService {
    * in the other area → 401 (the same answer, so tokens cannot be probed).
    */
   async resolve(token: string | undefined, area: 'area' | 'backup'): Promise<FileWithLink> {
-    if (!token)
-      throw badRequest(area === 'area' ? 'k: download token required' : 'z: download token required');
+    if (!token) throw invalid(area === 'area' ? 'k: download token required' : 'z: download token required');
     if (token.length > 200) throw unauthorized('invalid download link');
     const found = await this.store.byTokenHash(sha256(token));
     if (!found || found.link.revoked || found.file.state !== area)

@@ -1,6 +1,6 @@
 // File names as users send them, made safe to store and to offer back in Content-Disposition:
 // no path parts, no control characters, no Windows device names, at most 255 UTF-8 bytes.
-import { badRequest } from '../errors.js';
+import { invalid } from '../errors.js';
 
 // C0/C1 controls, DEL, and Unicode bidi overrides (which can disguise an extension).
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
@@ -13,14 +13,14 @@ const RESERVED =
 
 export function sanitizeFileName(raw: string): string {
   const name = raw.normalize('NFC').trim();
-  if (CONTROL.test(name)) throw badRequest('file name contains control characters');
+  if (CONTROL.test(name)) throw invalid('file name contains control characters');
   const segments = name.split(/[/\\]/);
-  if (segments.some((s) => s === '..')) throw badRequest('file name must not contain path parts');
+  if (segments.some((s) => s === '..')) throw invalid('file name must not contain path parts');
   // Clients such as old browsers send "C:\\dir\\file.txt": keep only the last part.
   const base = segments[segments.length - 1]!.trim();
-  if (base === '' || base === '.' || base === '..') throw badRequest('file name is empty or invalid');
-  if (RESERVED.test(base)) throw badRequest('file name is a reserved device name (CON, NUL, COM1…)');
-  if (Buffer.byteLength(base, 'utf8') > 255) throw badRequest('file name longer than 255 bytes');
+  if (base === '' || base === '.' || base === '..') throw invalid('file name is empty or invalid');
+  if (RESERVED.test(base)) throw invalid('file name is a reserved device name (CON, NUL, COM1…)');
+  if (Buffer.byteLength(base, 'utf8') > 255) throw invalid('file name longer than 255 bytes');
   return base;
 }
 

@@ -12,7 +12,7 @@ import type { Config, Lang } from '../config.js';
 import type { Db } from '../db/database.js';
 import type { FileRow, LinkRow, UserRow } from '../db/schema.js';
 import { inTransaction } from '../db/transaction.js';
-import { AppError } from '../errors.js';
+import { conflict, notFound, tooMany } from '../errors.js';
 import type { NotificationService } from '../notify/notification-service.js';
 import type { OutboxStore } from '../notify/outbox-store.js';
 import { formatDateTime, formatSize } from '../notify/templates.js';
@@ -159,7 +159,7 @@ export class RecipientNotifier {
    */
   async resend(owned: FileWithLink, to: string, remote: string | null): Promise<LinkRow> {
     const { file } = owned;
-    if (file.state !== 'area') throw new AppError(409, 'the file is no longer in the area');
+    if (file.state !== 'area') throw conflict('the file is no longer in the area');
     const wanted = to.trim();
     const mobile = normalizeMobile(wanted);
     const links = await this.links.recipientLinks([file.id]);
@@ -169,24 +169,22 @@ export class RecipientNotifier {
         (l.recipient_email !== null && l.recipient_email === wanted.toLowerCase()) ||
         (l.recipient_mobile !== null && l.recipient_mobile === mobile),
     );
-    if (!link || link.revoked) throw new AppError(404, 'to: not a recipient of this file');
+    if (!link || link.revoked) throw notFound('to: not a recipient of this file');
     const uploader = await this.users.byId(file.uploader_id);
-    if (!uploader) throw new AppError(409, "the file's sender no longer exists");
+    if (!uploader) throw conflict("the file's sender no longer exists");
     const { channel, address } = addressOf(link);
     await inTransaction(this.db, async (trx) => {
       // One resend at a time per area, on every instance: the check below cannot race itself.
       await this.store.lockArea(trx, file.owner_id);
       const last = await this.outbox.latest(trx, file.id, 'file-link', address);
-      if (last?.status === 'pending') throw new AppError(409, 'the message is still being sent');
+      if (last?.status === 'pending') throw conflict('the message is still being sent');
       // A failed message may be sent again at once; one that went out, once a minute at most.
       const wait =
         last && last.status !== 'failed'
           ? Math.ceil((last.created_at + RESEND_SECONDS * 1000 - this.clock.now()) / 1000)
           : 0;
       if (wait > 0) {
-        throw new AppError(429, `sent less than ${RESEND_SECONDS}s ago; retry in ${wait}s`, {
-          'Retry-After': String(wait),
-        });
+        throw tooMany(`sent less than ${RESEND_SECONDS}s ago; retry in ${wait}s`, wait);
       }
       await this.sendLink(trx, file, uploader, channel, address, this.keys.unseal(link.token_sealed));
       await this.audit.record(

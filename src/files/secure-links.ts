@@ -12,7 +12,7 @@ import type { Clock } from '../clock.js';
 import type { Config, Lang } from '../config.js';
 import type { Db } from '../db/database.js';
 import type { LinkRow, UserRow } from '../db/schema.js';
-import { badRequest, forbidden, unauthorized } from '../errors.js';
+import { forbidden, invalid, unauthorized } from '../errors.js';
 import type { NotificationService } from '../notify/notification-service.js';
 import { formatDuration } from '../notify/templates.js';
 import type { Keys } from '../security/keys.js';
@@ -176,7 +176,7 @@ export class SecureLinks {
   ): Promise<{ uploader: string }> {
     const found = await this.files.resolve(token, 'area');
     const { file, link } = found;
-    if (!this.isSecure(link)) throw badRequest('this link needs no PIN');
+    if (!this.isSecure(link)) throw invalid('this link needs no PIN');
     const now = this.clock.now();
     if (this.locked(link, now)) throw forbidden('link locked after wrong PINs: try again later');
     this.pins.checkSlot(link, now);
@@ -185,7 +185,7 @@ export class SecureLinks {
     const language = lang && isLang(lang) ? lang : this.langOf(uploader);
     const channel = link.recipient_email ? 'email' : 'sms';
     const to = link.recipient_email ?? link.recipient_mobile;
-    if (!to) throw badRequest('this link has no recipient to send a PIN to');
+    if (!to) throw invalid('this link has no recipient to send a PIN to');
     await this.pins.send(link, now, async (trx, pin) => {
       await this.notify.enqueue(trx, {
         channel,

@@ -14,14 +14,12 @@ import Fastify, {
   type preHandlerHookHandler,
 } from 'fastify';
 import {
-  AppError,
-  type ErrorStatus,
+  DomainError,
   isOutOfDescriptors,
   isOutOfSpace,
   isUnavailable,
   outOfDescriptors,
   outOfSpace,
-  STATUS_TEXT,
   unavailable,
 } from '../errors.js';
 import { redactUrl } from '../logger.js';
@@ -38,6 +36,8 @@ import {
   type RawAnswerSeen,
   serializePipelining,
 } from './connection-limits.js';
+import { toHttpError } from './error-mapping.js';
+import { AppError, type ErrorStatus, STATUS_TEXT } from './http-error.js';
 import { APIVER, errorEnvelope, oauthError } from './presenters.js';
 import { databaseRateLimitStore } from './rate-limit-store.js';
 import { authRoutes } from './routes/auth.js';
@@ -344,22 +344,25 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
   });
   // Set before the docs' plugin registers, so its routes' errors are envelopes too (a plugin's
   // routes keep the error handler in force when it was registered).
-  app.setErrorHandler((raw: FastifyError | AppError, request, reply) => {
+  app.setErrorHandler((raw: FastifyError | AppError | DomainError, request, reply) => {
     // A body type a streaming route does not take gets that route's own answer (tus: 415).
     const streaming = request.routeOptions.config?.streamingBody;
     // A full disk and a service out of reach are the 5xx a client can act on: retry later.
+    // A service's error answers as error-mapping.ts says.
     const err = isOutOfSpace(raw)
-      ? outOfSpace()
+      ? toHttpError(outOfSpace())
       : isOutOfDescriptors(raw)
-        ? outOfDescriptors()
+        ? toHttpError(outOfDescriptors())
         : isUnavailable(raw)
-          ? unavailable()
-          : streaming && (raw as FastifyError).code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
-            ? streaming.refuse()
-            : raw;
+          ? toHttpError(unavailable())
+          : raw instanceof DomainError
+            ? toHttpError(raw)
+            : streaming && (raw as FastifyError).code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
+              ? streaming.refuse()
+              : raw;
     const status = statusOf(err);
-    if (status >= 500 && err === raw)
-      request.log.error({ err, url: redactUrl(request.url) }, 'request failed');
+    if (status >= 500 && (err === raw || raw instanceof DomainError))
+      request.log.error({ err: raw, url: redactUrl(request.url) }, 'request failed');
     else if (status >= 500) request.log.warn({ err: raw, url: redactUrl(request.url) }, err.message);
     if (err instanceof AppError) reply.headers(err.headers);
     const detail = err instanceof AppError ? err.detail : status < 500 ? err.message : undefined;

@@ -2,7 +2,12 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { BearerSession } from '../auth/auth-service.js';
 import type { UserRow } from '../db/schema.js';
-import { AppError, badRequest, unauthorized } from '../errors.js';
+import { DomainError } from '../errors.js';
+import { AppError, badRequest } from './http-error.js';
+
+/** 401 with the challenge a client answers (or none, for a handler behind a hook). */
+const unauthorized = (detail?: string, challenge: Record<string, string> = {}) =>
+  new AppError(401, detail, challenge);
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -51,7 +56,8 @@ function authenticator(schemes: readonly Scheme[]) {
         request.session = await auth.verifyBearer(token);
       } catch (err) {
         // A Bearer challenge: a Basic one would make browsers pop up a password dialog over the portal.
-        if (err instanceof AppError && err.status === 401) throw unauthorized(err.detail, BEARER_CHALLENGE);
+        if (err instanceof DomainError && err.kind === 'unauthorized')
+          throw unauthorized(err.detail, BEARER_CHALLENGE);
         throw err;
       }
       request.user = request.session.user;

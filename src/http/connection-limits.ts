@@ -14,7 +14,7 @@ import type {
   onSendHookHandler,
   preParsingHookHandler,
 } from 'fastify';
-import { AppError, type ErrorStatus } from '../errors.js';
+import { AppError, type ErrorStatus } from './http-error.js';
 import { errorEnvelope } from './presenters.js';
 import { discardRestOfBody } from './request-body.js';
 import { DEFAULT_CSP, SECURITY_HEADERS } from './security-headers.js';

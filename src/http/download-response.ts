@@ -5,10 +5,10 @@ import { type Readable, Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FileRow } from '../db/schema.js';
-import { AppError } from '../errors.js';
 import type { BlobAccess, DownloadOutcome } from '../files/download.js';
 import { received } from '../memory.js';
 import type { ByteRange } from '../storage/blob-store.js';
+import { AppError } from './http-error.js';
 
 /** Files up to this size are answered from one read into memory instead of a stream. */
 const SMALL_FILE = 64 * 1024;

@@ -1,8 +1,8 @@
 // Presenters: the only places that build the response envelope (interface §2.2) and the OAuth
 // token / error objects (§2.1, §2.7). Key order follows the interface samples.
 import { createRequire } from 'node:module';
-import { type ErrorStatus, STATUS_TEXT } from '../errors.js';
 import { nowGoTime } from './go-time.js';
+import { type ErrorStatus, STATUS_TEXT } from './http-error.js';
 
 const pkg = createRequire(import.meta.url)('../../../package.json') as { version: string };
 export const APIVER = `v1 (${pkg.version})`;

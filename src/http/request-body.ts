@@ -1,7 +1,7 @@
 // Upload bodies and what happens to them when an upload fails part-way.
 import type { IncomingMessage } from 'node:http';
 import { finished, PassThrough, type Readable } from 'node:stream';
-import { AppError } from '../errors.js';
+import { AppError } from './http-error.js';
 
 /** After a failed upload, at most this much more of the body is read and discarded. */
 const DRAIN_LIMIT = 64 * 1024 * 1024;

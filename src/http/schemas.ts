@@ -5,7 +5,7 @@
 // Every object is closed (additionalProperties: false), so a key added to a presenter without a
 // schema fails the tests instead of drifting silently.
 import { type Static, type TSchema, Type } from 'typebox';
-import { STATUS_TEXT } from '../errors.js';
+import { STATUS_TEXT } from './http-error.js';
 
 const closed = { additionalProperties: false } as const;
 

@@ -7,8 +7,8 @@
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest, preHandlerHookHandler } from 'fastify';
-import { AppError } from '../errors.js';
 import { currentUser } from './auth-hooks.js';
+import { AppError } from './http-error.js';
 
 /** Descriptors an upload holds besides its connection's: its file and the writer's duplicate. */
 const PER_UPLOAD = 2;

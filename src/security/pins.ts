@@ -5,7 +5,7 @@
 // counted failures, and a lock when too many were wrong.
 import type { Db } from '../db/database.js';
 import { inTransaction } from '../db/transaction.js';
-import { AppError } from '../errors.js';
+import { type DomainError, tooMany } from '../errors.js';
 import { type Keys, randomPin } from './keys.js';
 
 /** The columns a PIN lives in, on `links` and on `change_tokens` alike. */
@@ -50,12 +50,10 @@ export class PinPolicy {
     return left > 0 ? Math.ceil(left / 1000) : 0;
   }
 
-  /** The 429 answer to a PIN asked for too soon. */
-  tooSoon(waitSeconds: number): AppError {
+  /** The too-many answer to a PIN asked for too soon. */
+  tooSoon(waitSeconds: number): DomainError {
     const wait = Math.max(1, waitSeconds);
-    return new AppError(429, `a code was sent less than ${this.resendSeconds}s ago; retry in ${wait}s`, {
-      'Retry-After': String(wait),
-    });
+    return tooMany(`a code was sent less than ${this.resendSeconds}s ago; retry in ${wait}s`, wait);
   }
 }
 

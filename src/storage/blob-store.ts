@@ -12,7 +12,7 @@
 // - delete is idempotent: deleting a missing key succeeds.
 // - stat and readSmall answer null for a missing key; read of a missing key fails.
 // - errors of the store itself are plain Errors (the HTTP layer answers 500); only the byte limit
-//   is an AppError (413), raised by BlobWriter.
+//   is a too-large DomainError, raised by BlobWriter.
 import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 

@@ -16,12 +16,12 @@ import { finished, type Readable } from 'node:stream';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/database.js';
 import { CommitUnknownError } from '../db/transaction.js';
-import { AppError, isUnavailable } from '../errors.js';
+import { isUnavailable, unavailableFor } from '../errors.js';
 import { secureRandom } from '../security/keys.js';
 import type { BlobStore, StoredBlob } from './blob-store.js';
 import type { IntentStore } from './intent-store.js';
 import { HOST } from './local-blob-store.js';
-import { MeteredHash, tooLarge } from './metered.js';
+import { MeteredHash, overByteLimit } from './metered.js';
 
 /** An intent untouched this long belongs to a dead writer, whatever its host. */
 export const STALE_MS = 60 * 60 * 1000;
@@ -45,7 +45,7 @@ export class BlobWriter {
   ) {}
 
   /**
-   * Streams `source` into a new blob under an intent; 413 AppError past `maxBytes`. When
+   * Streams `source` into a new blob under an intent; too-large DomainError past `maxBytes`. When
    * `sizeBound` (an upper bound known before reading, e.g. the request's Content-Length) is at most
    * inlineMaxBytes, the contents are collected instead and returned in `contents`, for the caller
    * to commit with the row; nothing is written to the store.
@@ -137,9 +137,7 @@ export class BlobWriter {
 
 /** A written blob removed before its row committed (its intent gone): nothing is recorded, retry. */
 const blobLost = () =>
-  new AppError(503, 'storage cleanup removed the upload before it was recorded; send it again', {
-    'Retry-After': '5',
-  });
+  unavailableFor('storage cleanup removed the upload before it was recorded; send it again', 5);
 
 /** Fingerprint of contents kept in the database: nothing can rewrite them behind the row's back. */
 export const IN_DATABASE = 'db';
@@ -170,7 +168,7 @@ function collect(key: string, source: Readable, maxBytes: number): Promise<Store
       length += chunk.length;
       if (length > maxBytes) {
         source.pause();
-        settle(tooLarge(maxBytes));
+        settle(overByteLimit(maxBytes));
         return;
       }
       hash.update(chunk);

@@ -23,7 +23,7 @@ import {
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import type { S3Config } from '../config.js';
-import { AppError } from '../errors.js';
+import { unavailableFor } from '../errors.js';
 import {
   BLOB_KEY,
   type BlobStat,
@@ -131,11 +131,10 @@ export class S3BlobStore implements BlobStore {
     } catch (err) {
       // HEAD answers a missing bucket with a bare 404, which the SDK names NotFound or UnknownError.
       if ((err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404)
-        throw new AppError(
-          503,
+        throw unavailableFor(
           `${where} does not exist: create it first (docs/deploy.md, "Database and bucket")`,
         );
-      throw new AppError(503, `${where} is not reachable: ${this.describeProbe(err)}`);
+      throw unavailableFor(`${where} is not reachable: ${this.describeProbe(err)}`);
     }
     // The probe's name has a dot, which no blob key has, so list() never sees it.
     const probe = `${this.prefix}.remessa-probe-${randomBytes(8).toString('hex')}`;
@@ -145,7 +144,7 @@ export class S3BlobStore implements BlobStore {
       const remove = { abortSignal: AbortSignal.timeout(this.probeMs) };
       await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: probe }), remove);
     } catch (err) {
-      throw new AppError(503, `${where} is not writable: ${this.describeProbe(err)}`);
+      throw unavailableFor(`${where} is not writable: ${this.describeProbe(err)}`);
     }
   }
 

@@ -10,7 +10,7 @@ import { type Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { received } from '../memory.js';
 import { type NativeModule, nativeError, nativeModule } from '../native.js';
-import { MeteredHash, tooLarge } from './metered.js';
+import { MeteredHash, overByteLimit } from './metered.js';
 
 const MiB = 1024 * 1024;
 
@@ -117,7 +117,7 @@ class NativeHashedSink extends Writable {
     let n = 0;
     for (const b of buffers) n += b.length;
     if (this.bytes + n > this.maxBytes) {
-      cb(tooLarge(this.maxBytes));
+      cb(overByteLimit(this.maxBytes));
       return;
     }
     this.bytes += n;

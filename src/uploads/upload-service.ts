@@ -16,7 +16,17 @@ import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import type { UploadRow, UserRow } from '../db/schema.js';
 import { inTransaction } from '../db/transaction.js';
-import { AppError, badRequest, forbidden } from '../errors.js';
+import {
+  checksumMismatch,
+  conflict,
+  DomainError,
+  forbidden,
+  gone,
+  invalid,
+  locked,
+  notFound,
+  tooLarge,
+} from '../errors.js';
 import type { FileService, FileWithToken, Recipients, UploadRequest } from '../files/file-service.js';
 import type { FileStore } from '../files/file-store.js';
 import { sanitizeFileName } from '../files/names.js';
@@ -79,8 +89,7 @@ export interface Checksum {
   sha256: string;
 }
 
-export const locked = () =>
-  new AppError(423, 'another request is writing to this upload; retry shortly', { 'Retry-After': '1' });
+export const uploadLocked = () => locked('another request is writing to this upload; retry shortly', 1);
 
 export class UploadService {
   constructor(private readonly d: UploadDeps) {}
@@ -89,12 +98,12 @@ export class UploadService {
   async create(uploader: UserRow, meta: UploadMetadata, length: number): Promise<UploadRow> {
     for (const [k, max] of Object.entries(LIMITS)) {
       const v = meta[k as keyof UploadMetadata];
-      if (v !== undefined && v.length > max) throw badRequest(`${k}: longer than ${max} characters`);
+      if (v !== undefined && v.length > max) throw invalid(`${k}: longer than ${max} characters`);
     }
-    if (!Number.isSafeInteger(length) || length < 0) throw badRequest('Upload-Length must be a whole number');
+    if (!Number.isSafeInteger(length) || length < 0) throw invalid('Upload-Length must be a whole number');
     if (length > this.d.config.maxFileSize)
-      throw new AppError(413, `file larger than ${this.d.config.maxFileSize} bytes`);
-    if (!meta.filename) throw badRequest('file: no file name given');
+      throw tooLarge(`file larger than ${this.d.config.maxFileSize} bytes`);
+    if (!meta.filename) throw invalid('file: no file name given');
     const filename = sanitizeFileName(meta.filename);
     const owner = await this.d.files.destination(uploader, meta.d);
     const recipients: Recipients = parseRecipients(meta.m, meta.c) ?? { emails: [], mobiles: [] };
@@ -119,9 +128,8 @@ export class UploadService {
   /** The caller's upload; another user's is as unknown as a missing one (404); expired → 410. */
   async get(user: UserRow, id: string): Promise<UploadRow> {
     const row = id.length <= 64 ? await this.d.store.byId(id) : undefined;
-    if (!row || row.uploader_id !== user.id) throw new AppError(404, 'no such upload');
-    if (row.file_id === null && row.expires_at <= this.d.clock.now())
-      throw new AppError(410, 'upload expired');
+    if (!row || row.uploader_id !== user.id) throw notFound('no such upload');
+    if (row.file_id === null && row.expires_at <= this.d.clock.now()) throw gone('upload expired');
     return row;
   }
 
@@ -140,9 +148,9 @@ export class UploadService {
     let row = await this.get(user, id);
     if (row.file_id === null && row.received === row.length) row = await this.finishNow(row, remote);
     if (row.file_id === null)
-      throw new AppError(409, `upload not complete: ${row.received} of ${row.length} bytes received`);
+      throw conflict(`upload not complete: ${row.received} of ${row.length} bytes received`);
     const found = await this.d.fileStore.withOwnerLink(row.file_id);
-    if (!found) throw new AppError(410, 'the file of this upload no longer exists');
+    if (!found) throw gone('the file of this upload no longer exists');
     return { ...found, token: this.d.keys.unseal(found.link.token_sealed) };
   }
 
@@ -170,26 +178,20 @@ export class UploadService {
       seen = now;
       return same;
     };
-    if (row.file_id !== null)
-      throw new AppError(409, 'the upload is complete already', { 'Upload-Offset': String(row.received) });
-    if (offset !== row.received)
-      throw new AppError(409, `Upload-Offset must be ${row.received}`, {
-        'Upload-Offset': String(row.received),
-      });
+    if (row.file_id !== null) throw conflict('the upload is complete already', row.received);
+    if (offset !== row.received) throw conflict(`Upload-Offset must be ${row.received}`, row.received);
     return this.holding(
       row,
       async (owner) => {
         // What another writer did before we got the lock counts.
         const current = (await this.d.store.byId(id))!;
         if (current.received !== offset)
-          throw new AppError(409, `Upload-Offset must be ${current.received}`, {
-            'Upload-Offset': String(current.received),
-          });
+          throw conflict(`Upload-Offset must be ${current.received}`, current.received);
         const blob = await this.d.writer.write(body, current.length - offset);
         bodyRead = true;
         if (checksum && checksum.sha256 !== blob.sha256) {
           await this.d.writer.discard([blob.key]);
-          throw new AppError(460, 'Upload-Checksum does not match the bytes received');
+          throw checksumMismatch('Upload-Checksum does not match the bytes received');
         }
         if (blob.length === 0) {
           await this.d.writer.discard([blob.key]);
@@ -198,7 +200,7 @@ export class UploadService {
         const completes = offset + blob.length === current.length;
         if (!completes && (await this.d.store.chunkCount(id)) >= maxPieces(current.length)) {
           await this.d.writer.discard([blob.key]);
-          throw badRequest('this upload is in too many pieces: send the rest in one PATCH');
+          throw invalid('this upload is in too many pieces: send the rest in one PATCH');
         }
         if (offset === 0 && completes) {
           // The whole file in one PATCH (tus-js-client's default): this blob becomes the file's, as
@@ -218,7 +220,7 @@ export class UploadService {
             if (ok) await this.d.writer.settle(trx, [blob.key]);
             return ok;
           });
-          if (!recorded) throw new AppError(409, 'the upload changed while this request was writing');
+          if (!recorded) throw conflict('the upload changed while this request was writing');
         } catch (err) {
           await this.d.writer.discard([blob.key], err).catch(() => {});
           throw err;
@@ -244,7 +246,7 @@ export class UploadService {
         await this.holding(row, () => this.drop(row.id));
         n++;
       } catch (err) {
-        if (!(err instanceof AppError && err.status === 423)) throw err;
+        if (!(err instanceof DomainError && err.kind === 'locked')) throw err;
       }
     }
     return n;
@@ -271,7 +273,7 @@ export class UploadService {
     // A client that lost its connection comes back at once, often while this side is still
     // storing what the cut request brought: wait that out briefly rather than answer 423 at once.
     for (let waited = 0; !(await store.acquire(row.id, owner, clock.now(), clock.now() + LEASE_MS)); ) {
-      if (waited >= LOCK_WAIT_MS) throw locked();
+      if (waited >= LOCK_WAIT_MS) throw uploadLocked();
       await new Promise((r) => setTimeout(r, 100));
       waited += 100;
     }
@@ -318,7 +320,7 @@ export class UploadService {
   private async owners(row: UploadRow): Promise<{ uploader: UserRow; areaOwner: UserRow }> {
     const uploader = await this.d.users.byId(row.uploader_id);
     const areaOwner = await this.d.users.byId(row.owner_id);
-    if (!uploader || !areaOwner?.enabled) throw badRequest('d: no such user');
+    if (!uploader || !areaOwner?.enabled) throw invalid('d: no such user');
     return { uploader, areaOwner };
   }
 
@@ -357,7 +359,7 @@ export class UploadService {
       const done = whole
         ? await store.markDoneWhole(trx, row.id, whole, fileId)
         : await store.markDone(trx, row.id, fileId);
-      if (!done) throw new AppError(409, 'the upload changed while this request was writing');
+      if (!done) throw conflict('the upload changed while this request was writing');
       // The chunks' rows go with this transaction; intents name their blobs until they are deleted.
       if (chunkKeys.length > 0) await intents.add(chunkKeys, WRITER, clock.now(), trx);
     });

@@ -6,7 +6,7 @@ import type { Clock } from '../clock.js';
 import type { Lang } from '../config.js';
 import { isUniqueViolation } from '../db/database.js';
 import type { UserRow, UserUpdate } from '../db/schema.js';
-import { AppError, badRequest } from '../errors.js';
+import { conflict, invalid, notFound } from '../errors.js';
 import { isEmail, isLang, isUserName, normalizeMobile } from '../validation.js';
 import type { UserStore } from './user-store.js';
 
@@ -34,16 +34,16 @@ export class UserService {
 
   checkPasswordPolicy(password: string): void {
     if (password.length < this.opts.passwordMinLength) {
-      throw badRequest(`password must have at least ${this.opts.passwordMinLength} characters`);
+      throw invalid(`password must have at least ${this.opts.passwordMinLength} characters`);
     }
-    if (password.length > 1024) throw badRequest('password is too long');
+    if (password.length > 1024) throw invalid('password is too long');
   }
 
   private cleanFields(fields: UserFields): UserUpdate {
     const out: UserUpdate = {};
     if (fields.email !== undefined) {
       if (fields.email !== null && fields.email !== '' && !isEmail(fields.email)) {
-        throw badRequest(`invalid e-mail address "${fields.email}"`);
+        throw invalid(`invalid e-mail address "${fields.email}"`);
       }
       out.email = fields.email || null;
     }
@@ -51,19 +51,19 @@ export class UserService {
       if (fields.mobile === null || fields.mobile === '') out.mobile = null;
       else {
         const m = normalizeMobile(fields.mobile);
-        if (!m) throw badRequest(`invalid mobile number "${fields.mobile}"`);
+        if (!m) throw invalid(`invalid mobile number "${fields.mobile}"`);
         out.mobile = m;
       }
     }
     if (fields.lang !== undefined) {
-      if (!isLang(fields.lang)) throw badRequest(`language must be pt, en or es, got "${fields.lang}"`);
+      if (!isLang(fields.lang)) throw invalid(`language must be pt, en or es, got "${fields.lang}"`);
       out.lang = fields.lang;
     }
     return out;
   }
 
   async create(name: string, fields: UserFields, password: string | null): Promise<UserRow> {
-    if (!isUserName(name)) throw badRequest('user name must be 1-64 characters of A-Z a-z 0-9 . _ @ -');
+    if (!isUserName(name)) throw invalid('user name must be 1-64 characters of A-Z a-z 0-9 . _ @ -');
     const clean = this.cleanFields(fields);
     if (password !== null) this.checkPasswordPolicy(password);
     const now = this.clock.now();
@@ -86,14 +86,14 @@ export class UserService {
       await this.audit.record({ event: 'user.created', user: user.name, detail: 'cli' });
       return user;
     } catch (err) {
-      if (isUniqueViolation(err)) throw new AppError(409, `user "${name}" already exists`);
+      if (isUniqueViolation(err)) throw conflict(`user "${name}" already exists`);
       throw err;
     }
   }
 
   async get(name: string): Promise<UserRow> {
     const user = await this.store.byName(name);
-    if (!user) throw new AppError(404, `no user "${name}"`);
+    if (!user) throw notFound(`no user "${name}"`);
     return user;
   }
 

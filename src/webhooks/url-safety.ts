@@ -6,7 +6,7 @@
 // REMESSA_WEBHOOK_ALLOW_PRIVATE=true lifts the address rule (on-premise receivers, tests).
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
-import { badRequest } from '../errors.js';
+import { invalid } from '../errors.js';
 
 const blocked = new BlockList();
 for (const [net, prefix] of [
@@ -82,26 +82,26 @@ export const MAX_URL_LENGTH = 2000;
 /**
  * Validates a webhook URL as given by a user or the operator; returns it normalised. http or
  * https only, no user:password part (secrets belong in the signing secret, not in a URL that is
- * listed and logged), no fragment, and no private target unless allowed. Throws a 400 AppError.
+ * listed and logged), no fragment, and no private target unless allowed. Throws an invalid DomainError.
  */
 export function checkWebhookUrl(raw: string, allowPrivate: boolean): string {
-  if (raw.length > MAX_URL_LENGTH) throw badRequest(`url: longer than ${MAX_URL_LENGTH} characters`);
+  if (raw.length > MAX_URL_LENGTH) throw invalid(`url: longer than ${MAX_URL_LENGTH} characters`);
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw badRequest('url: not an absolute URL');
+    throw invalid('url: not an absolute URL');
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw badRequest('url: must be http or https');
-  if (url.username || url.password) throw badRequest('url: must not carry a user name or password');
-  if (url.hash) throw badRequest('url: must not have a fragment');
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalid('url: must be http or https');
+  if (url.username || url.password) throw invalid('url: must not carry a user name or password');
+  if (url.hash) throw invalid('url: must not have a fragment');
   if (!allowPrivate) {
     const host = url.hostname
       .replace(/^\[|\]$/g, '')
       .replace(/\.$/, '')
       .toLowerCase();
     if (host === 'localhost' || host.endsWith('.localhost') || (isIP(host) && isPrivateAddress(host))) {
-      throw badRequest(
+      throw invalid(
         'url: loopback, link-local and private addresses are refused (REMESSA_WEBHOOK_ALLOW_PRIVATE)',
       );
     }

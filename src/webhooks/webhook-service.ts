@@ -11,7 +11,7 @@ import type { Clock } from '../clock.js';
 import { type Config, ConfigError } from '../config.js';
 import type { Db } from '../db/database.js';
 import type { FileRow, UserRow, WebhookRow } from '../db/schema.js';
-import { AppError, badRequest } from '../errors.js';
+import { conflict, DomainError, invalid, notFound } from '../errors.js';
 import type { LinkStore } from '../files/link-store.js';
 import type { NotificationService } from '../notify/notification-service.js';
 import { type Keys, randomToken } from '../security/keys.js';
@@ -77,7 +77,9 @@ export class WebhookService {
       try {
         checkWebhookUrl(config.webhookUrl, config.webhookAllowPrivate);
       } catch (err) {
-        throw new ConfigError(`REMESSA_WEBHOOK_URL: ${err instanceof AppError ? err.detail : String(err)}`);
+        throw new ConfigError(
+          `REMESSA_WEBHOOK_URL: ${err instanceof DomainError ? err.detail : String(err)}`,
+        );
       }
     }
   }
@@ -91,7 +93,7 @@ export class WebhookService {
     const checked = checkWebhookUrl(url, this.config.webhookAllowPrivate);
     const list = parseEvents(events);
     if ((await this.store.countOf(user.id)) >= MAX_WEBHOOKS_PER_USER) {
-      throw new AppError(409, `at most ${MAX_WEBHOOKS_PER_USER} webhooks per user`);
+      throw conflict(`at most ${MAX_WEBHOOKS_PER_USER} webhooks per user`);
     }
     const secret = `whsec_${randomToken()}`;
     const row = await this.store.insert({
@@ -110,7 +112,7 @@ export class WebhookService {
 
   /** Removes one subscription (of `user` only, when given); 404 when there is none. */
   async remove(id: number, user?: UserRow): Promise<void> {
-    if (!(await this.store.remove(id, user?.id))) throw new AppError(404, `no webhook ${id}`);
+    if (!(await this.store.remove(id, user?.id))) throw notFound(`no webhook ${id}`);
   }
 
   /** AuditLog tap: turns the audit rows that are events into outbox rows, in the same transaction. */
@@ -277,7 +279,7 @@ function parseEvents(events: string | string[] | undefined): EventType[] {
     .filter(Boolean);
   if (items.length === 0 || items.includes('*')) return [...EVENT_TYPES];
   for (const e of items) {
-    if (!isEventType(e)) throw badRequest(`events: unknown event "${e}" (known: ${EVENT_TYPES.join(', ')})`);
+    if (!isEventType(e)) throw invalid(`events: unknown event "${e}" (known: ${EVENT_TYPES.join(', ')})`);
   }
   return EVENT_TYPES.filter((t) => items.includes(t));
 }

@@ -1,8 +1,8 @@
 // Token endpoint, login and logout (interface §4.1, §4.5; logout is ours).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { badRequest } from '../../errors.js';
 import { currentUser, requireBasic, requireBearer } from '../auth-hooks.js';
+import { badRequest } from '../http-error.js';
 import { oauthToken, successEnvelope } from '../presenters.js';
 import { BASIC, BEARER, contentTypeHeader, EXAMPLE_BASE, errors, json, successExample } from '../schemas.js';
 

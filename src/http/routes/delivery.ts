@@ -4,7 +4,7 @@
 // download itself; limited per client address as the other anonymous link endpoints.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { badRequest } from '../../errors.js';
+import { badRequest } from '../http-error.js';
 import { successEnvelope } from '../presenters.js';
 import { errors, json, successExample } from '../schemas.js';
 

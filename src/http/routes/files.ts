@@ -5,7 +5,7 @@ import multipart, { type Multipart } from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { AppError, badRequest, isOutOfSpace } from '../../errors.js';
+import { DomainError, isOutOfSpace } from '../../errors.js';
 import type { DownloadOutcome } from '../../files/download.js';
 import type { IncomingFile } from '../../files/file-service.js';
 import type { FileWithLink } from '../../files/file-store.js';
@@ -15,6 +15,7 @@ import type { ByteRange } from '../../storage/blob-store.js';
 import { currentUser, requireUser } from '../auth-hooks.js';
 import { sendStoredFile } from '../download-response.js';
 import { fileEntry } from '../file-entry.js';
+import { AppError, badRequest } from '../http-error.js';
 import { successEnvelope } from '../presenters.js';
 import { detachedBody, discardRestOfBody } from '../request-body.js';
 import {
@@ -55,7 +56,7 @@ const ListQuery = Type.Object({
 /** A multipart parser's complaint as a 400; limits and our own errors keep their status. */
 function malformed(err: unknown): Error {
   // Our own failure reaching the part's stream (a full disk: 503), not the client's framing.
-  if (err instanceof AppError || isOutOfSpace(err)) return err as Error;
+  if (err instanceof AppError || err instanceof DomainError || isOutOfSpace(err)) return err as Error;
   const status = (err as { statusCode?: number }).statusCode;
   if (status !== undefined && status >= 400 && status < 500) return err as Error;
   return badRequest(`malformed multipart body: ${(err as Error).message}`);

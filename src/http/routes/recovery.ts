@@ -4,7 +4,7 @@
 // browser page posts a body so the password stays out of URLs and access logs).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { badRequest } from '../../errors.js';
+import { badRequest } from '../http-error.js';
 import { successEnvelope } from '../presenters.js';
 import { contentTypeHeader, EXAMPLE_BASE, errors, json, successExample } from '../schemas.js';
 

@@ -8,10 +8,11 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { UploadRow } from '../../db/schema.js';
-import { AppError, badRequest } from '../../errors.js';
 import type { Checksum, UploadMetadata } from '../../uploads/upload-service.js';
 import { currentUser, requireUser } from '../auth-hooks.js';
+import { httpStatusOf } from '../error-mapping.js';
 import { fileEntry } from '../file-entry.js';
+import { AppError, badRequest } from '../http-error.js';
 import { successEnvelope } from '../presenters.js';
 import { BASIC_OR_BEARER, errors, fileEntryExample, json, successExample } from '../schemas.js';
 
@@ -212,7 +213,8 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
         try {
           row = await patch(request, row.id, 0);
         } catch (err) {
-          if (!(err instanceof AppError) || err.status >= 500) throw err;
+          const status = httpStatusOf(err);
+          if (status === undefined || status >= 500) throw err;
           row = (await uploads.get(user, row.id).catch(() => row)) as UploadRow;
         }
         reply.header('Upload-Offset', String(row.received));
