@@ -1,5 +1,5 @@
 // The security headers every answer carries, Fastify's (app.ts, onSend) and those written straight
-// on the socket when Fastify cannot answer (connection-limits.ts).
+// on the socket when Fastify cannot answer (guards/raw-answers.ts).
 export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'X-Content-Type-Options': 'nosniff',
   'Referrer-Policy': 'no-referrer',
