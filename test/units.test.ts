@@ -9,7 +9,10 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { ConfigError, loadConfig } from '../src/config.js';
+import { DOCS_CSP } from '../src/http/app.js';
+import { PORTAL_CSP } from '../src/http/routes/portal.js';
 import { parseMetadata } from '../src/http/routes/uploads.js';
+import { DEFAULT_CSP } from '../src/http/security-headers.js';
 import { redactUrl } from '../src/logger.js';
 import { GO_TIME } from './helpers/server.js';
 
@@ -356,5 +359,20 @@ describe('tus Upload-Metadata', () => {
       { filename: 'a.txt' },
     );
     assert.throws(() => parseMetadata(`filename ${b64('a')},filename ${b64('b')}`), /given twice/);
+  });
+});
+
+describe('Content-Security-Policy', () => {
+  // Answers carry these byte for byte: the builder must spell each as it always was.
+  test('the API, docs and portal policies are the ones served', () => {
+    assert.equal(DEFAULT_CSP, "default-src 'none'; frame-ancestors 'none'");
+    assert.equal(
+      DOCS_CSP,
+      "default-src 'none'; script-src 'self'; style-src 'self' 'sha256-RL3ie0nH+Lzz2YNqQN83mnU0J1ot4QL7b99vMdIX99w='; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+    );
+    assert.equal(
+      PORTAL_CSP,
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+    );
   });
 });

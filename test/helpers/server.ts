@@ -185,7 +185,8 @@ async function dataDirFor(opts: StartOptions): Promise<{ dir: string; release():
     async release() {
       if (--entry.instances > 0) return;
       if (fleet) fleetDirs.delete(fleet);
-      await rm(entry.dir, { recursive: true, force: true });
+      // A request cut at close may still be removing its temp file: rm retries ENOTEMPTY.
+      await rm(entry.dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
     },
   };
 }

@@ -8,20 +8,19 @@ import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type Config, LANGS, type Lang } from '../../config.js';
 import { currentUser, requireBearer } from '../auth-hooks.js';
+import { csp } from '../security-headers.js';
 
 /** Minutes without activity after which the portal forgets the bearer token. */
 export const PORTAL_IDLE_MINUTES = 30;
 
-export const PORTAL_CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "form-action 'self'",
-  "base-uri 'none'",
-  "frame-ancestors 'none'",
-].join('; ');
+export const PORTAL_CSP = csp({
+  scripts: ["'self'"],
+  styles: ["'self'"],
+  images: ["'self'", 'data:'],
+  connect: ["'self'"],
+  forms: ["'self'"],
+  base: ["'none'"],
+});
 
 type PageKind = 'app' | 'landing' | 'change';
 
