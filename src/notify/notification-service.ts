@@ -11,6 +11,7 @@ import type { AuditLog } from '../audit/audit-log.js';
 import type { Clock } from '../clock.js';
 import type { Lang } from '../config.js';
 import type { Db } from '../db/database.js';
+import { keepRenewing } from '../db/lease.js';
 import type { OutboxRow } from '../db/schema.js';
 import { inTransaction } from '../db/transaction.js';
 import { type Logger, redactUrl } from '../logger.js';
@@ -370,28 +371,22 @@ export class NotificationService {
    * `row.claimed_until` the lease held (what fail() and recordSent() go by).
    */
   private keepLease(row: OutboxRow): () => void {
-    let renewing = false;
-    const renew = async () => {
-      const now = this.clock.now();
-      if (renewing || row.claimed_until - now > LEASE_MS - RENEW_AFTER_MS) return;
-      renewing = true;
-      const about = { outbox: row.id, channel: row.channel };
-      try {
+    const about = { outbox: row.id, channel: row.channel };
+    return keepRenewing({
+      clock: this.clock,
+      everyMs: RENEW_AFTER_MS,
+      pollMs: RENEW_CHECK_MS,
+      since: row.claimed_until - LEASE_MS,
+      renew: async (now) => {
         const until = now + LEASE_MS;
-        if (await this.store.renew(row.id, row.claimed_until, until)) row.claimed_until = until;
-        else {
-          clearInterval(timer);
-          this.log.error(about, 'the lease on a notification being sent was lost: it may go out twice');
-        }
-      } catch (err) {
-        this.log.warn({ err, ...about }, 'renewing the lease on a notification being sent failed');
-      } finally {
-        renewing = false;
-      }
-    };
-    const timer = setInterval(() => void renew(), RENEW_CHECK_MS);
-    timer.unref();
-    return () => clearInterval(timer);
+        if (!(await this.store.renew(row.id, row.claimed_until, until))) return false;
+        row.claimed_until = until;
+      },
+      onLost: () =>
+        this.log.error(about, 'the lease on a notification being sent was lost: it may go out twice'),
+      onError: (err) =>
+        this.log.warn({ err, ...about }, 'renewing the lease on a notification being sent failed'),
+    });
   }
 
   /**

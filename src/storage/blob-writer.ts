@@ -15,6 +15,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { finished, type Readable } from 'node:stream';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/database.js';
+import { keepRenewing } from '../db/lease.js';
 import { CommitUnknownError } from '../db/transaction.js';
 import { isUnavailable, unavailableFor } from '../errors.js';
 import { secureRandom } from '../security/keys.js';
@@ -34,7 +35,7 @@ export class BlobWriter {
   private readonly inFlight = new Set<string>();
   /** Blobs whose discard failed, tried again by retryDiscards(). */
   private readonly undiscarded = new Set<string>();
-  private timer: NodeJS.Timeout | null = null;
+  private stopTouching: (() => void) | null = null;
 
   constructor(
     readonly store: BlobStore,
@@ -121,16 +122,18 @@ export class BlobWriter {
 
   private track(key: string): void {
     this.inFlight.add(key);
-    this.timer ??= setInterval(() => {
-      this.intents.touch([...this.inFlight], this.clock.now()).catch(() => {});
-    }, TOUCH_MS).unref();
+    this.stopTouching ??= keepRenewing({
+      clock: this.clock,
+      everyMs: TOUCH_MS,
+      renew: (now) => this.intents.touch([...this.inFlight], now),
+    });
   }
 
   private untrack(key: string): void {
     this.inFlight.delete(key);
-    if (this.inFlight.size === 0 && this.timer) {
-      clearInterval(this.timer);
-      this.timer = null;
+    if (this.inFlight.size === 0 && this.stopTouching) {
+      this.stopTouching();
+      this.stopTouching = null;
     }
   }
 }

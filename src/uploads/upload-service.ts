@@ -14,6 +14,7 @@ import { Readable } from 'node:stream';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
+import { keepRenewing } from '../db/lease.js';
 import type { UploadRow, UserRow } from '../db/schema.js';
 import { inTransaction } from '../db/transaction.js';
 import {
@@ -277,13 +278,16 @@ export class UploadService {
       await new Promise((r) => setTimeout(r, 100));
       waited += 100;
     }
-    const timer = setInterval(() => {
-      if (!silent()) store.renew(row.id, owner, clock.now() + LEASE_MS).catch(() => {});
-    }, RENEW_MS).unref();
+    const stopRenewing = keepRenewing({
+      clock,
+      everyMs: RENEW_MS,
+      skip: silent,
+      renew: (now) => store.renew(row.id, owner, now + LEASE_MS),
+    });
     try {
       return await fn(owner);
     } finally {
-      clearInterval(timer);
+      stopRenewing();
       await store.release(row.id, owner).catch(() => {});
     }
   }
