@@ -62,6 +62,19 @@ describe('remessa send and get on a terminal', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
+  /** Uploads `file` as alice under `name`; the download links of the answer. */
+  const uploadAs = async (file: string, name: string) => {
+    const posted = await fetch(`${t.base}/upload?file=${name}`, {
+      method: 'POST',
+      headers: {
+        Authorization: basic('alice', 'alice-password'),
+        'Content-Type': 'application/octet-stream',
+      },
+      body: await readFile(file),
+    });
+    return ((await posted.json()) as { files: { linkURL: string }[] }).files;
+  };
+
   test('send across an outage says "reconnecting…" on lines of their own and ends on the 100 % bar', async () => {
     const file = path.join(dir, 'report.bin');
     const digest = await writeBigFile(file, 24);
@@ -144,15 +157,7 @@ describe('remessa send and get on a terminal', () => {
   test('get resumes after cuts and waits out a 503 with Retry-After, the screen whole', async () => {
     const file = path.join(dir, 'source.bin');
     const digest = await writeBigFile(file, 12);
-    const posted = await fetch(`${t.base}/upload?file=source.bin`, {
-      method: 'POST',
-      headers: {
-        Authorization: basic('alice', 'alice-password'),
-        'Content-Type': 'application/octet-stream',
-      },
-      body: await readFile(file),
-    });
-    const { files } = (await posted.json()) as { files: { linkURL: string }[] };
+    const files = await uploadAs(file, 'source.bin');
     // Cut every 4 MiB; after the first cut the load balancer has no backend for two requests.
     const down = await CutProxy.start({
       target: { host: '127.0.0.1', port: port() },
@@ -188,15 +193,7 @@ describe('remessa send and get on a terminal', () => {
   test('get saves the file with the mode the umask leaves, as curl does', async () => {
     const file = path.join(dir, 'shared.bin');
     await writeBigFile(file, 1);
-    const posted = await fetch(`${t.base}/upload?file=shared.bin`, {
-      method: 'POST',
-      headers: {
-        Authorization: basic('alice', 'alice-password'),
-        'Content-Type': 'application/octet-stream',
-      },
-      body: await readFile(file),
-    });
-    const { files } = (await posted.json()) as { files: { linkURL: string }[] };
+    const files = await uploadAs(file, 'shared.bin');
     for (const [umask, mode] of [
       ['027', 0o640],
       ['022', 0o644],

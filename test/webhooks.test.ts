@@ -399,6 +399,17 @@ describe('webhooks: safety', () => {
       headers: { Authorization: carol, 'Content-Type': 'application/json' },
       body: JSON.stringify({ url }),
     });
+  /** The answer every URL aimed at an inner address gets. */
+  const refusedAsPrivate = async (url: string) => {
+    const r = await add(url);
+    assert.equal(r.status, 400, url);
+    assert.deepEqual(errorKeys(r.body), ERROR_KEYS);
+    assert.equal(
+      r.body['detail'],
+      'url: loopback, link-local and private addresses are refused (REMESSA_WEBHOOK_ALLOW_PRIVATE)',
+      url,
+    );
+  };
 
   test('loopback, private, link-local and odd URLs are refused', async () => {
     for (const url of [
@@ -414,14 +425,7 @@ describe('webhooks: safety', () => {
       'http://[::ffff:127.0.0.1]/hook',
       'http://0.0.0.0/hook',
     ]) {
-      const r = await add(url);
-      assert.equal(r.status, 400, url);
-      assert.deepEqual(errorKeys(r.body), ERROR_KEYS);
-      assert.equal(
-        r.body['detail'],
-        'url: loopback, link-local and private addresses are refused (REMESSA_WEBHOOK_ALLOW_PRIVATE)',
-        url,
-      );
+      await refusedAsPrivate(url);
     }
     const odd: [string, string][] = [
       ['ftp://example.com/hook', 'url: must be http or https'],
@@ -454,14 +458,7 @@ describe('webhooks: safety', () => {
       'http://[::]/hook',
       'http://[2001:db8::1]/hook',
     ]) {
-      const r = await add(url);
-      assert.equal(r.status, 400, url);
-      assert.deepEqual(errorKeys(r.body), ERROR_KEYS);
-      assert.equal(
-        r.body['detail'],
-        'url: loopback, link-local and private addresses are refused (REMESSA_WEBHOOK_ALLOW_PRIVATE)',
-        url,
-      );
+      await refusedAsPrivate(url);
     }
     // Public addresses in the same spellings are still taken.
     for (const url of ['http://[::ffff:808:808]/hook', 'https://[2606:4700:4700::1111]/hook']) {
