@@ -153,21 +153,23 @@ export interface Server {
   stop(): Promise<void>;
 }
 
-export function ensureNginx(): string {
-  const found = ['/usr/sbin/nginx', '/usr/bin/nginx'].find((p) => existsSync(p));
+/** A Debian package's binary, installed with apt-get where it is missing (never downloaded). */
+function ensureDebianBinary(pkg: string, paths: string[]): string {
+  const found = paths.find((p) => existsSync(p));
   if (found) return found;
-  console.log('nginx missing: installing the Debian package (apt-get install nginx)…');
+  console.log(`${pkg} missing: installing the Debian package (apt-get install ${pkg})…`);
   execFileSync(
     'sh',
-    ['-c', 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx'],
-    {
-      stdio: 'inherit',
-    },
+    ['-c', `apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ${pkg}`],
+    { stdio: 'inherit' },
   );
-  const now = ['/usr/sbin/nginx', '/usr/bin/nginx'].find((p) => existsSync(p));
-  if (!now) throw new Error('nginx still not found after apt-get install');
+  const now = paths.find((p) => existsSync(p));
+  if (!now) throw new Error(`${pkg} still not found after apt-get install`);
   return now;
 }
+
+export const ensureNginx = (): string => ensureDebianBinary('nginx', ['/usr/sbin/nginx', '/usr/bin/nginx']);
+export const ensureWrk = (): string => ensureDebianBinary('wrk', ['/usr/bin/wrk', '/usr/local/bin/wrk']);
 
 export async function startNginx(
   bin: string,

@@ -12,7 +12,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { ensureNginx, type Server, startBareNode, startNginx, startRemessa, versionOf } from './servers.js';
+import {
+  ensureNginx,
+  ensureWrk,
+  type Server,
+  startBareNode,
+  startNginx,
+  startRemessa,
+  versionOf,
+} from './servers.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -78,9 +86,9 @@ function wrk(url: string, connections: number, script?: string): WrkResult {
 function runWrk(url: string, connections: number, seconds: number, script?: string): WrkResult {
   const args = ['-t2', `-c${connections}`, `-d${seconds}s`, '--timeout', '30s', '--latency'];
   if (script) args.push('-s', script);
-  const r = spawnSync('wrk', [...args, url], { encoding: 'utf8', maxBuffer: 16 * MiB });
+  const r = spawnSync(ensureWrk(), [...args, url], { encoding: 'utf8', maxBuffer: 16 * MiB });
   const out = r.stdout;
-  if (r.status !== 0) throw new Error(`wrk failed: ${r.stderr}`);
+  if (r.status !== 0) throw new Error(`wrk failed: ${r.error ?? r.stderr}`);
   const num = (re: RegExp) => Number(re.exec(out)?.[1] ?? 0);
   const sock = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
   const transfer = /Transfer\/sec:\s+(\S+)/.exec(out)?.[1] ?? '0B';
@@ -236,7 +244,7 @@ async function main(): Promise<void> {
       `# small-request bench: ${os.cpus().length} CPUs, load ${os
         .loadavg()
         .map((l) => l.toFixed(2))
-        .join(' ')}, ` + `${versionOf('wrk', ['-v']).split('\n')[0]}, node ${process.version}`,
+        .join(' ')}, ` + `${versionOf(ensureWrk(), ['-v']).split('\n')[0]}, node ${process.version}`,
     );
     const nginxBin = ensureNginx();
     mkdirSync(path.join(dir, 'nginx'));
