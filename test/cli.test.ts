@@ -7,6 +7,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { UserRow } from '../src/db/schema.js';
 import { ROOT, run } from './helpers/cli.js';
+import { uploadFile } from './helpers/files.js';
 import { basic, call, closeAll, startTestServer, type TestServer } from './helpers/server.js';
 
 // dist/test/cli.test.js → the repository root.
@@ -245,20 +246,11 @@ describe('remessa CLI', () => {
     await addUser('leaver', 'leaver-password');
     await addUser('stayer', 'stayer-password');
     const auth = basic('leaver', 'leaver-password');
-    const send = async (query: string) => {
-      const fd = new FormData();
-      fd.append('file', new Blob([new Uint8Array(Buffer.alloc(2000, 1))]), 'f.bin');
-      const r = await call(`${t.base}/upload?${query}`, {
-        method: 'POST',
-        headers: { Authorization: auth },
-        body: fd,
-      });
-      assert.equal(r.status, 200, JSON.stringify(r.body));
-      return (r.body['files'] as { id: number; linkURL: string }[])[0]!;
-    };
-    const own = await send('m=someone%40example.com');
-    const retired = await send('');
-    const sent = await send('d=stayer');
+    const send = (query: Record<string, string>) =>
+      uploadFile(t, auth, 'f.bin', Buffer.alloc(2000, 1), query);
+    const own = await send({ m: 'someone@example.com' });
+    const retired = await send({});
+    const sent = await send({ d: 'stayer' });
     const { db, blobs } = t.server.services;
     const recipientLinks = await db.selectFrom('links').select('id').where('file_id', '=', own.id).execute();
     assert.ok(recipientLinks.length >= 1);

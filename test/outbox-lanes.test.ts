@@ -3,22 +3,11 @@
 // minutes delays the messages queued during it without losing any.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { uploadFile } from './helpers/files.js';
 import { eventually, HttpPeer, MailSink } from './helpers/peers.js';
 import { basic, call, closeAll, freePort, startTestServer, type TestServer } from './helpers/server.js';
 
 const HELD = 500;
-
-async function upload(t: TestServer, auth: string, name: string, query: Record<string, string> = {}) {
-  const fd = new FormData();
-  fd.append('file', new Blob([new Uint8Array(Buffer.alloc(100, 7))]), name);
-  const r = await call(`${t.base}/upload?${new URLSearchParams(query)}`, {
-    method: 'POST',
-    headers: { Authorization: auth },
-    body: fd,
-  });
-  assert.equal(r.status, 200, JSON.stringify(r.body));
-  return (r.body['files'] as { id: number; linkURL: string }[])[0]!;
-}
 
 function pendingWebhooks(t: TestServer) {
   return t.server.services.db
@@ -49,7 +38,7 @@ describe('a dead webhook receiver holds up only its own events', () => {
     const auth = basic('ana', 'ana-password');
 
     // Events of one file wait in order behind the first, which the receiver refuses.
-    const { id: fileId, linkURL } = await upload(s, auth, 'one.bin');
+    const { id: fileId, linkURL } = await uploadFile(s, auth, 'one.bin', Buffer.alloc(100, 7));
     const downloadOnce = async () => {
       const res = await fetch(linkURL);
       assert.equal(res.status, 200);
@@ -94,7 +83,7 @@ describe('an SMTP outage delays, never loses', () => {
     await s.createUser('ana', 'ana-password', { email: 'ana@example.com', lang: 'en' });
     const auth = basic('ana', 'ana-password');
     const recipients = ['r1@example.com', 'r2@example.com', 'r3@example.com'];
-    for (const to of recipients) await upload(s, auth, `for-${to}.txt`, { m: to });
+    for (const to of recipients) await uploadFile(s, auth, `for-${to}.txt`, Buffer.alloc(100, 7), { m: to });
     const { notify, db } = s.server.services;
 
     for (let elapsed = 0; elapsed < 10 * 60 * 1000; elapsed += 20_000) {

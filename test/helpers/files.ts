@@ -54,8 +54,10 @@ export async function uploadFile(
   auth: string,
   name: string,
   data: Buffer,
+  /** more query parameters: recipients (m, c), destination (d), message (i) */
+  query: Record<string, string> = {},
 ): Promise<FileEntry> {
-  const r = await uploadRaw(t, auth, data, { file: name });
+  const r = await uploadRaw(t, auth, data, { ...query, file: name });
   assert.equal(r.status, 200, JSON.stringify(r.body));
   return (r.body['files'] as FileEntry[])[0]!;
 }
