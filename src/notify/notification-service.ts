@@ -495,7 +495,7 @@ export class NotificationService {
         { ...about, attempts, error, retryInMs: next - now },
         'notification not delivered; will retry',
       );
-      if (ORDERED.includes(row.channel as OutboxChannel)) await this.store.postponeFollowers(row.id, next);
+      if (ORDERED.includes(row.channel as OutboxChannel)) await this.store.postponeFollowers(row, next);
     } else this.log.warn({ ...about, attempts, error }, 'notification failed after its lease lapsed');
   }
 

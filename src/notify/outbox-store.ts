@@ -98,16 +98,14 @@ export class OutboxStore {
   }
 
   /**
-   * Moves the next attempt of the messages waiting behind `id` in its sequence to no earlier than
+   * Moves the next attempt of the messages waiting behind `row` in its sequence to no earlier than
    * `at`, so that passes do not read them while the first one waits for its retry.
    */
-  async postponeFollowers(id: number, at: number): Promise<void> {
-    const row = await this.db
-      .selectFrom('outbox')
-      .select(['file_id', 'recipient', 'channel'])
-      .where('id', '=', id)
-      .executeTakeFirst();
-    if (!row || row.file_id === null) return;
+  async postponeFollowers(
+    row: Pick<OutboxRow, 'id' | 'file_id' | 'recipient' | 'channel'>,
+    at: number,
+  ): Promise<void> {
+    if (row.file_id === null) return;
     await this.db
       .updateTable('outbox')
       .set({ next_attempt_at: at })
@@ -115,7 +113,7 @@ export class OutboxStore {
       .where('file_id', '=', row.file_id)
       .where('recipient', '=', row.recipient)
       .where('channel', '=', row.channel)
-      .where('id', '>', id)
+      .where('id', '>', row.id)
       .where('next_attempt_at', '<', at)
       .execute();
   }
