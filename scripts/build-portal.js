@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Bundles the browser portal (src/portal/client) with esbuild into dist/portal/assets with
+// Bundles the browser portal (src/features/portal/client) with esbuild into dist/portal/assets with
 // content-hashed names, and writes dist/portal/manifest.json ({ js, css }) that the server reads
 // to render the HTML shell. Part of `npm run build`; fails if the gzipped JS exceeds its budget.
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,7 +13,7 @@ rmSync(path.resolve('dist/portal'), { recursive: true, force: true });
 mkdirSync(outdir, { recursive: true });
 
 const result = await build({
-  entryPoints: { app: 'src/portal/client/main.ts', styles: 'src/portal/client/styles.css' },
+  entryPoints: { app: 'src/features/portal/client/main.ts', styles: 'src/features/portal/client/styles.css' },
   bundle: true,
   minify: true,
   format: 'esm',

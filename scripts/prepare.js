@@ -9,7 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-if (process.env.npm_command === 'exec' && existsSync(path.join(root, 'dist/src/cli/main.js'))) process.exit(0);
+if (process.env.npm_command === 'exec' && existsSync(path.join(root, 'dist/src/app/cli/main.js'))) process.exit(0);
 
 const npm = process.env.npm_execpath;
 const result = npm

@@ -7,8 +7,8 @@ import { createServer } from 'node:http';
 import type { Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { Worker } from 'node:worker_threads';
-import { acceptWaitingConnections } from '../src/http/accept-backlog.js';
-import type { NativeModule } from '../src/native.js';
+import { acceptWaitingConnections } from '../src/platform/http/accept-backlog.js';
+import type { NativeModule } from '../src/platform/native/native.js';
 import { NATIVE_SKIP } from './helpers/native.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 

@@ -6,8 +6,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { type Compilable, sql } from 'kysely';
-import type { AuditLog } from '../src/audit/audit-log.js';
-import { type OpenDatabase, openDatabase } from '../src/db/database.js';
+import type { AuditLog } from '../src/features/audit/audit-log.js';
+import { type OpenDatabase, openDatabase } from '../src/platform/sql/database.js';
 import { auditLogOn } from './helpers/audit.js';
 import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
 

@@ -5,7 +5,7 @@ import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { UserRow } from '../src/db/schema.js';
+import type { UserRow } from '../src/platform/sql/schema.js';
 import { ROOT, run } from './helpers/cli.js';
 import { uploadFile } from './helpers/files.js';
 import { basic, call, closeAll, startTestServer, type TestServer } from './helpers/server.js';
@@ -481,12 +481,16 @@ describe('remessa launcher', () => {
     // and runs `prepare`; that must not rebuild (and so clear) the dist/ a server runs from.
     const npx = process.platform === 'win32' ? 'npx.cmd' : 'npx';
     const cache = await mkdtemp(path.join(tmpdir(), 'remessa-npm-cache-'));
-    const built = (await stat(path.join(ROOT, 'dist/src/cli/main.js'))).mtimeMs;
+    const built = (await stat(path.join(ROOT, 'dist/src/app/cli/main.js'))).mtimeMs;
     const r = await run(npx, ['--no', '--', 'remessa', '--help'], {
       env: { npm_config_cache: cache, npm_config_offline: 'true' },
     }).finally(() => rm(cache, { recursive: true, force: true }));
     assert.equal(r.code, 0, r.stderr);
-    assert.equal((await stat(path.join(ROOT, 'dist/src/cli/main.js'))).mtimeMs, built, 'npx rebuilt dist/');
+    assert.equal(
+      (await stat(path.join(ROOT, 'dist/src/app/cli/main.js'))).mtimeMs,
+      built,
+      'npx rebuilt dist/',
+    );
     assert.match(r.stdout, /^Usage: remessa \[options\] \[command\]/);
     for (const cmd of ['serve', 'user', 'audit']) assert.match(r.stdout, new RegExp(`^ {2}${cmd}\\b`, 'm'));
     const user = await run(process.execPath, ['bin/remessa.js', 'user', '--help'], { env: {} });

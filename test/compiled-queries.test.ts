@@ -1,12 +1,12 @@
-// Queries compiled once (src/db/compiled.ts) give the same rows as Kysely building them each time,
+// Queries compiled once (src/platform/sql/compiled.ts) give the same rows as Kysely building them each time,
 // on SQLite and PostgreSQL, with arguments in any order and constants left alone.
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { prepare, rowOfValues } from '../src/db/compiled.js';
-import { openDatabase } from '../src/db/database.js';
+import { prepare, rowOfValues } from '../src/platform/sql/compiled.js';
+import { openDatabase } from '../src/platform/sql/database.js';
 import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
 
 const pg = await postgresAvailable();
@@ -106,7 +106,7 @@ for (const backend of ['sqlite', 'postgres'] as const) {
   });
 }
 
-// On SQLite prepared queries skip Kysely's executor where that is safe (src/db/compiled.ts): the
+// On SQLite prepared queries skip Kysely's executor where that is safe (src/platform/sql/compiled.ts): the
 // isolation and durability they had through Kysely must hold all the same.
 describe('prepare (sqlite): run without Kysely where safe', () => {
   test('reads never see a transaction still open; writes in one commit or roll back with it', async () => {

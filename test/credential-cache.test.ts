@@ -4,9 +4,9 @@
 // instances on one SQLite file and two instances on one PostgreSQL database. Logouts likewise.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { CredentialCache } from '../src/auth/credential-cache.js';
-import { OffsetClock } from '../src/clock.js';
-import type { UserRow } from '../src/db/schema.js';
+import { CredentialCache } from '../src/features/auth/credential-cache.js';
+import { OffsetClock } from '../src/platform/clock.js';
+import type { UserRow } from '../src/platform/sql/schema.js';
 import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
 import { basic, call, closeAll, startTestServer, type TestServer } from './helpers/server.js';
 

@@ -11,7 +11,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { nativeModule } from '../src/native.js';
+import { nativeModule } from '../src/platform/native/native.js';
 import { bytes, type FileEntry, uploadFile, uploadRaw } from './helpers/files.js';
 import { NATIVE_SKIP } from './helpers/native.js';
 import { eventually } from './helpers/peers.js';

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { after, before, describe, test } from 'node:test';
-import { FileStore } from '../src/files/file-store.js';
+import { FileStore } from '../src/features/files/file-store.js';
 import {
   blobFiles,
   bytes,

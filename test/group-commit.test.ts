@@ -1,4 +1,4 @@
-// Group commit (src/db/group-commit.ts) on SQLite and PostgreSQL: units that arrive together share
+// Group commit (src/platform/sql/group-commit.ts) on SQLite and PostgreSQL: units that arrive together share
 // one transaction, each resolves only after its commit, and a failing unit fails alone.
 import assert from 'node:assert/strict';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
@@ -7,10 +7,10 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
-import type { AuditLog } from '../src/audit/audit-log.js';
-import { type OpenDatabase, openDatabase } from '../src/db/database.js';
-import { takeLock } from '../src/db/locks.js';
-import { inTransaction } from '../src/db/transaction.js';
+import type { AuditLog } from '../src/features/audit/audit-log.js';
+import { type OpenDatabase, openDatabase } from '../src/platform/sql/database.js';
+import { takeLock } from '../src/platform/sql/locks.js';
+import { inTransaction } from '../src/platform/sql/transaction.js';
 import { auditLogOn } from './helpers/audit.js';
 import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
 

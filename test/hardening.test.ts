@@ -8,7 +8,7 @@ import { createServer, type Socket } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { clientErrorAnswerer } from '../src/http/connection-limits.js';
+import { clientErrorAnswerer } from '../src/platform/http/connection-limits.js';
 import { bytes, type FileEntry, footprint, uploadRaw } from './helpers/files.js';
 import { eventually } from './helpers/peers.js';
 import {

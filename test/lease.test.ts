@@ -3,8 +3,8 @@
 // not happen is read off a second renewer polling alongside, never off a sleep.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { OffsetClock } from '../src/clock.js';
-import { keepRenewing } from '../src/db/lease.js';
+import { OffsetClock } from '../src/platform/clock.js';
+import { keepRenewing } from '../src/platform/sql/lease.js';
 
 const PERIOD = 60_000;
 const POLL = 5;

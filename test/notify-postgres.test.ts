@@ -2,7 +2,7 @@
 // lease must make each message go out exactly once.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { NotificationRequest } from '../src/notify/notification-service.js';
+import type { NotificationRequest } from '../src/features/notify/notification-service.js';
 import { HttpPeer, MailSink } from './helpers/peers.js';
 import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
 import { call, closeAll, startTestServer, type TestServer } from './helpers/server.js';

@@ -6,11 +6,11 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { LANGS } from '../src/config.js';
-import { inTransaction } from '../src/db/transaction.js';
-import type { NotificationRequest } from '../src/notify/notification-service.js';
-import { NOTIFICATION_KINDS, Templates } from '../src/notify/templates.js';
-import { TwilioTransport } from '../src/notify/transports.js';
+import { LANGS } from '../src/app/config.js';
+import type { NotificationRequest } from '../src/features/notify/notification-service.js';
+import { NOTIFICATION_KINDS, Templates } from '../src/features/notify/templates.js';
+import { TwilioTransport } from '../src/features/notify/transports.js';
+import { inTransaction } from '../src/platform/sql/transaction.js';
 import { bytes, uploadRaw } from './helpers/files.js';
 import { eventually, HttpPeer, MailSink } from './helpers/peers.js';
 import {

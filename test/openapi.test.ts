@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import type { Browser } from 'playwright-core';
-import { errors, json } from '../src/http/schemas.js';
+import { errors, json } from '../src/platform/http/schemas.js';
 import { browserSkip, launchBrowser, openPage, screenshot } from './helpers/browser.js';
 import { responseProblem } from './helpers/responses.js';
 import {

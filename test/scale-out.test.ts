@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { STORE_IDENTITY_KEY } from '../src/storage/blob-store.js';
+import { STORE_IDENTITY_KEY } from '../src/platform/blobs/blob-store.js';
 import { bytes, type FileEntry, listArea, uploadRaw } from './helpers/files.js';
 import { MailSink } from './helpers/peers.js';
 import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';

@@ -1,4 +1,4 @@
-// SQLite commits made durable off the event loop (src/db/sqlite-durable.ts): with
+// SQLite commits made durable off the event loop (src/platform/sql/sqlite-durable.ts): with
 // synchronous=NORMAL a commit only writes the WAL, so a writer must be answered only after an
 // fdatasync of the WAL that started after its commit; readers never wait for one.
 import assert from 'node:assert/strict';
@@ -6,8 +6,8 @@ import { copyFile, mkdtemp, open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { type OpenDatabase, openDatabase } from '../src/db/database.js';
-import { WRITES_BEFORE_CHECKPOINT_THREAD } from '../src/db/sqlite-durable.js';
+import { type OpenDatabase, openDatabase } from '../src/platform/sql/database.js';
+import { WRITES_BEFORE_CHECKPOINT_THREAD } from '../src/platform/sql/sqlite-durable.js';
 
 describe('SQLite: durable commits off the event loop', () => {
   let dir: string;

@@ -6,7 +6,7 @@ import { utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
-import { ConfigError, loadConfig } from '../src/config.js';
+import { ConfigError, loadConfig } from '../src/app/config.js';
 import { remessa } from './helpers/cli.js';
 import { bytes, uploadFile, uploadRaw } from './helpers/files.js';
 import { createTestBucket, S3_SKIP, s3Available, type TestBucket } from './helpers/s3.js';

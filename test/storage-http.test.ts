@@ -4,9 +4,9 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { FileSweeper } from '../src/files/lifecycle.js';
-import type { BlobStore } from '../src/storage/blob-store.js';
-import { MemoryBlobStore } from '../src/storage/memory-blob-store.js';
+import { FileSweeper } from '../src/features/files/lifecycle.js';
+import type { BlobStore } from '../src/platform/blobs/blob-store.js';
+import { MemoryBlobStore } from '../src/platform/blobs/memory/memory-blob-store.js';
 import { CutProxy } from './helpers/cut-proxy.js';
 import { bytes, type FileEntry, uploadFile, uploadRaw } from './helpers/files.js';
 import { createTestBucket, S3_SKIP, s3Available, type TestBucket } from './helpers/s3.js';

@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { STORE_IDENTITY_KEY } from '../src/storage/store-identity.js';
+import { STORE_IDENTITY_KEY } from '../src/platform/blobs/store-identity.js';
 import { ROOT, run } from './helpers/cli.js';
 import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
 import { call, closeAll, startTestServer } from './helpers/server.js';

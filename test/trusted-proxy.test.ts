@@ -4,8 +4,8 @@
 // the proxy saw. `true` (believe anyone) is refused at start.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { CREDENTIAL_FAILURES_PER_MINUTE } from '../src/auth/auth-service.js';
-import { ConfigError, loadConfig } from '../src/config.js';
+import { ConfigError, loadConfig } from '../src/app/config.js';
+import { CREDENTIAL_FAILURES_PER_MINUTE } from '../src/features/auth/auth-service.js';
 import { call, startTestServer } from './helpers/server.js';
 
 const FORM = { 'Content-Type': 'application/x-www-form-urlencoded' };

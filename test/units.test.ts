@@ -8,16 +8,16 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
-import { ConfigError, loadConfig } from '../src/config.js';
-import { DOCS_CSP } from '../src/http/app.js';
-import { PORTAL_CSP } from '../src/http/routes/portal.js';
-import { parseMetadata } from '../src/http/routes/uploads.js';
-import { DEFAULT_CSP } from '../src/http/security-headers.js';
-import { redactUrl } from '../src/logger.js';
+import { ConfigError, loadConfig } from '../src/app/config.js';
+import { PORTAL_CSP } from '../src/features/portal/routes.js';
+import { parseMetadata } from '../src/features/uploads/routes.js';
+import { DOCS_CSP } from '../src/platform/http/app.js';
+import { DEFAULT_CSP } from '../src/platform/http/security-headers.js';
+import { redactUrl } from '../src/platform/logger.js';
 import { GO_TIME } from './helpers/server.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const GO_TIME_MODULE = pathToFileURL(path.join(ROOT, 'dist/src/http/go-time.js')).href;
+const GO_TIME_MODULE = pathToFileURL(path.join(ROOT, 'dist/src/platform/http/go-time.js')).href;
 
 /** Runs go-time in a child with the given TZ; returns the printed lines. */
 async function inZone(tz: string, body: string): Promise<string[]> {
@@ -263,8 +263,8 @@ describe('loadConfig', () => {
     });
   });
 
-  test('the README documents every REMESSA_* name that src/config.ts reads', async () => {
-    const source = await readFile(path.join(ROOT, 'src/config.ts'), 'utf8');
+  test('the README documents every REMESSA_* name that src/app/config.ts reads', async () => {
+    const source = await readFile(path.join(ROOT, 'src/app/config.ts'), 'utf8');
     const readme = await readFile(path.join(ROOT, 'README.md'), 'utf8');
     const names = [...new Set(source.match(/REMESSA_[A-Z0-9_]+/g))].sort();
     assert.ok(names.length > 30, `found only ${names.length} names`);

@@ -12,9 +12,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
-import { DomainError } from '../src/errors.js';
-import { type NativeModule, nativeModule } from '../src/native.js';
-import { writeUpload } from '../src/storage/upload-sink.js';
+import { writeUpload } from '../src/platform/blobs/local/upload-sink.js';
+import { DomainError } from '../src/platform/errors.js';
+import { type NativeModule, nativeModule } from '../src/platform/native/native.js';
 import { bytes } from './helpers/files.js';
 import { NATIVE_SKIP } from './helpers/native.js';
 

@@ -3,7 +3,7 @@
 // events of each file in the order they happened.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { verifySignature } from '../src/webhooks/signature.js';
+import { verifySignature } from '../src/features/webhooks/signature.js';
 import { eventually, HttpPeer } from './helpers/peers.js';
 import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
 import { basic, call, closeAll, startTestServer, type TestServer } from './helpers/server.js';

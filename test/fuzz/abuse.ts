@@ -3,7 +3,7 @@
 // one account over many change links. Part of PROPERTIES (properties.ts).
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { isPrivateAddress } from '../../src/webhooks/url-safety.js';
+import { isPrivateAddress } from '../../src/features/webhooks/url-safety.js';
 import { call } from '../helpers/server.js';
 import { checkAnswer, type FuzzContext } from './properties.js';
 

@@ -4,8 +4,8 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import type { Database } from '../../src/db/schema.js';
-import { STORE_IDENTITY_KEY } from '../../src/storage/store-identity.js';
+import { STORE_IDENTITY_KEY } from '../../src/platform/blobs/store-identity.js';
+import type { Database } from '../../src/platform/sql/schema.js';
 import { basic, call, type TestServer } from './server.js';
 
 export interface FileEntry {

@@ -1,7 +1,7 @@
 // Whether the optional native module (sendfile downloads, upload hashing) is here to be tested.
 // Where it is not built, its tests skip with a visible message; CI sets
 // REMESSA_TEST_REQUIRE_SENDFILE=1 so that there they cannot skip.
-import { nativeModule } from '../../src/native.js';
+import { nativeModule } from '../../src/platform/native/native.js';
 
 export const NATIVE_SKIP = nativeModule()
   ? false

@@ -14,8 +14,8 @@ import {
   PutObjectCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
-import type { S3Config } from '../../src/config.js';
-import { S3BlobStore } from '../../src/storage/s3-blob-store.js';
+import type { S3Config } from '../../src/app/config.js';
+import { S3BlobStore } from '../../src/platform/blobs/s3/s3-blob-store.js';
 
 export interface S3Env {
   endpoint: string;
@@ -98,7 +98,7 @@ async function probeWrite(e: S3Env): Promise<void> {
 
 /** The tests' own client, bounded like the server's: a store that stops answering fails a test. */
 export function clientFor(e: S3Env): S3Client {
-  // As the server does (src/storage/s3-blob-store.ts): the SDK's Node 22 notice is in the README.
+  // As the server does (src/platform/blobs/s3/s3-blob-store.ts): the SDK's Node 22 notice is in the README.
   process.env['AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED'] ??= 'true';
   return new S3Client({
     endpoint: e.endpoint,

@@ -8,13 +8,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import type { TestContext } from 'node:test';
-import { OffsetClock } from '../../src/clock.js';
-import { loadConfig } from '../../src/config.js';
-import type { UserRow } from '../../src/db/schema.js';
-import { ErrorEnvelope } from '../../src/http/schemas.js';
-import { createLogger } from '../../src/logger.js';
-import { type RunningServer, startServer } from '../../src/server.js';
-import type { BlobStore } from '../../src/storage/blob-store.js';
+import { loadConfig } from '../../src/app/config.js';
+import { type RunningServer, startServer } from '../../src/app/server.js';
+import type { BlobStore } from '../../src/platform/blobs/blob-store.js';
+import { OffsetClock } from '../../src/platform/clock.js';
+import { ErrorEnvelope } from '../../src/platform/http/schemas.js';
+import { createLogger } from '../../src/platform/logger.js';
+import type { UserRow } from '../../src/platform/sql/schema.js';
 import { eventually } from './peers.js';
 import { CHECK_RESPONSES, responseProblem } from './responses.js';
 
@@ -279,7 +279,7 @@ export async function startTestServer(opts: StartOptions = {}): Promise<TestServ
       await release();
       if (responseProblems.length > 0) {
         throw new Error(
-          `responses that do not match openapi.json (src/http/schemas.ts):\n${[...new Set(responseProblems)].join('\n')}`,
+          `responses that do not match openapi.json (src/platform/http/schemas.ts):\n${[...new Set(responseProblems)].join('\n')}`,
         );
       }
     },

@@ -1,0 +1,368 @@
+// The operator's commands (serve, user …, audit, outbox …, storage check, secret reseal; webhook …
+// in ./webhook.ts), all on this installation's REMESSA_* config, database and store.
+import { type Command, Option } from 'commander';
+import { invalid, notFound } from '../../platform/errors.js';
+import { createLogger } from '../../platform/logger.js';
+import { Resealer } from '../../platform/security/reseal.js';
+import type { UserRow } from '../../platform/sql/schema.js';
+import { type Config, loadConfig } from '../config.js';
+import { startServer } from '../server.js';
+import { createServices, type Services } from '../services.js';
+import { printTable, readStdin } from './io.js';
+
+function config(): Config {
+  return loadConfig();
+}
+
+/** Runs a command against the services (CLI logs go to stderr), always closing the database. */
+export async function withServices<T>(fn: (s: Services) => Promise<T>): Promise<T> {
+  const services = await createServices(config(), createLogger('warn', process.stderr));
+  try {
+    return await fn(services);
+  } finally {
+    await services.close();
+  }
+}
+
+function describeUser(u: UserRow): Record<string, unknown> {
+  return {
+    name: u.name,
+    email: u.email,
+    mobile: u.mobile,
+    lang: u.lang,
+    enabled: Boolean(u.enabled),
+    firstAccess: Boolean(u.first_access),
+    locked: u.locked_until > Date.now(),
+    created: new Date(u.created_at).toISOString(),
+  };
+}
+
+function parseTime(value: string): number {
+  const t = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
+  if (Number.isNaN(t)) throw invalid(`not a time: "${value}" (use ISO 8601 or epoch ms)`);
+  return t;
+}
+
+/** Adds the operator's commands but webhook … (./webhook.ts) to `program`, in --help's order. */
+export function addAdminCommands(program: Command): void {
+  serve(program);
+  const user = program.command('user').description('manage user accounts');
+  userAccounts(user);
+  userChanges(user);
+  audit(program);
+  outbox(program);
+  storage(program);
+  secret(program);
+}
+
+function serve(program: Command): void {
+  program
+    .command('serve')
+    .description('serve the API, the portal and the background workers')
+    .action(async () => {
+      const cfg = config();
+      const log = createLogger(cfg.logLevel);
+      const server = await startServer(cfg, log);
+      const stop = (signal: string) => {
+        log.info({ signal }, 'shutting down');
+        server.close().then(
+          () => process.exit(0),
+          (err) => {
+            log.error({ err }, 'shutdown failed');
+            process.exit(1);
+          },
+        );
+      };
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+    });
+}
+
+/** user add, user list */
+function userAccounts(user: Command): void {
+  user
+    .command('add')
+    .argument('<name>', 'user name: 1-64 characters of A-Z a-z 0-9 . _ @ -, matched case-insensitively')
+    .option('--email <email>', 'e-mail address (receives PINs and password links)')
+    .option('--mobile <mobile>', 'mobile number in international form, e.g. +5511987654321')
+    .option('--lang <lang>', 'pt, en or es (default REMESSA_LANG)')
+    .option(
+      '--password-stdin',
+      'read the password from standard input (else the user starts in first access)',
+    )
+    .description('create a user')
+    .action(
+      async (
+        name: string,
+        o: { email?: string; mobile?: string; lang?: string; passwordStdin?: boolean },
+      ) => {
+        const password = o.passwordStdin ? await readStdin() : null;
+        await withServices(async (s) => {
+          const u = await s.users.create(name, { email: o.email, mobile: o.mobile, lang: o.lang }, password);
+          console.log(`created user ${u.name}${u.first_access ? ' (first access: no password yet)' : ''}`);
+        });
+      },
+    );
+
+  user
+    .command('list')
+    .option('--json', 'one JSON object per line')
+    .description('list users')
+    .action(async (o: { json?: boolean }) => {
+      await withServices(async (s) => {
+        const rows = (await s.users.list()).map(describeUser);
+        // JSON lines, like `audit --json` and `outbox list --json`.
+        if (o.json) {
+          for (const r of rows) console.log(JSON.stringify(r));
+          return;
+        }
+        if (rows.length === 0) return console.log('no users');
+        const flag = (on: unknown, text: string) => (on ? text : '');
+        printTable(
+          ['NAME', 'E-MAIL', 'MOBILE', 'LANG', 'STATE', 'CREATED'],
+          rows.map((r) => [
+            String(r['name']),
+            String(r['email'] ?? '-'),
+            String(r['mobile'] ?? '-'),
+            String(r['lang']),
+            [
+              r['enabled'] ? 'enabled' : 'disabled',
+              flag(r['firstAccess'], 'first-access'),
+              flag(r['locked'], 'locked'),
+            ]
+              .filter(Boolean)
+              .join(','),
+            String(r['created']),
+          ]),
+        );
+      });
+    });
+}
+
+/** user set, passwd, disable, enable, remove */
+function userChanges(user: Command): void {
+  user
+    .command('set')
+    .argument('<name>', 'user name')
+    .option('--email <email>', 'e-mail address ("" to clear)')
+    .option('--mobile <mobile>', 'mobile number ("" to clear)')
+    .option('--lang <lang>', 'pt, en or es')
+    .description("change a user's e-mail, mobile or language")
+    .action(async (name: string, o: { email?: string; mobile?: string; lang?: string }) => {
+      if (o.email === undefined && o.mobile === undefined && o.lang === undefined) {
+        throw invalid('nothing to set: give --email, --mobile or --lang');
+      }
+      await withServices(async (s) => {
+        const u = await s.users.update(name, o);
+        console.log(`updated user ${u.name}`);
+      });
+    });
+
+  user
+    .command('passwd')
+    .argument('<name>', 'user name')
+    .description('set a password, read from standard input; revokes the user’s tokens')
+    .action(async (name: string) => {
+      const password = await readStdin();
+      await withServices(async (s) => {
+        await s.users.setPassword(await s.users.get(name), password, 'cli');
+        console.log(`password changed for ${name}`);
+      });
+    });
+
+  for (const [cmd, enabled] of [
+    ['disable', false],
+    ['enable', true],
+  ] as const) {
+    user
+      .command(cmd)
+      .argument('<name>', 'user name')
+      .description(enabled ? 'allow a user to sign in again' : 'stop a user signing in; revokes their tokens')
+      .action(async (name: string) => {
+        await withServices(async (s) => {
+          await s.users.setEnabled(name, enabled);
+          console.log(`${cmd}d user ${name}`);
+        });
+      });
+  }
+
+  user
+    .command('remove')
+    .argument('<name>', 'user name')
+    .description(
+      'delete a user: revokes their tokens and the links to the files in their area and backup, whose contents are purged (files they sent into other areas stay there)',
+    )
+    .action(async (name: string) => {
+      await withServices(async (s) => {
+        const { filesPurged } = await s.users.remove(name);
+        console.log(
+          `removed user ${name}; ${filesPurged} file(s) of theirs unreachable now, purged within a sweep`,
+        );
+      });
+    });
+}
+
+function audit(program: Command): void {
+  program
+    .command('audit')
+    .description('show audit events, oldest first')
+    .option('--user <name>', 'only events of this user name (or recipient address)')
+    .option('--event <event>', 'e.g. login (with its sub-events such as login.failed), upload')
+    .option('--since <time>', 'ISO 8601 time or epoch ms')
+    .option('--until <time>', 'ISO 8601 time or epoch ms')
+    .addOption(
+      new Option('--limit <n>', 'newest N events').default('1000').argParser((v) => Number.parseInt(v, 10)),
+    )
+    .option('--json', 'one JSON object per line')
+    .action(
+      async (o: {
+        user?: string;
+        event?: string;
+        since?: string;
+        until?: string;
+        limit: number;
+        json?: boolean;
+      }) => {
+        await withServices(async (s) => {
+          const rows = await s.audit.query({
+            user: o.user,
+            event: o.event,
+            since: o.since ? parseTime(o.since) : undefined,
+            until: o.until ? parseTime(o.until) : undefined,
+            limit: o.limit,
+          });
+          if (o.json) {
+            for (const r of rows) console.log(JSON.stringify({ ...r, time: new Date(r.at).toISOString() }));
+            return;
+          }
+          if (rows.length === 0) return console.log('no audit events');
+          printTable(
+            ['TIME', 'EVENT', 'USER', 'REMOTE', 'FILE', 'DETAIL'],
+            rows.map((r) => [
+              new Date(r.at).toISOString(),
+              r.event,
+              r.user_name ?? '-',
+              r.remote ?? '-',
+              r.file_id === null ? '-' : String(r.file_id),
+              r.detail ?? '',
+            ]),
+          );
+        });
+      },
+    );
+}
+
+function outbox(program: Command): void {
+  const outbox = program
+    .command('outbox')
+    .description('notifications waiting, sent, failed or only logged (no SMTP / SMS configured)');
+
+  outbox
+    .command('list')
+    .option('--status <status>', 'pending, sent, failed or logged')
+    .addOption(
+      new Option('--limit <n>', 'newest N messages').default('100').argParser((v) => Number.parseInt(v, 10)),
+    )
+    .option('--json', 'one JSON object per line')
+    .description('list outbox messages, oldest first (no message text: see `outbox show`)')
+    .action(async (o: { status?: string; limit: number; json?: boolean }) => {
+      await withServices(async (s) => {
+        const rows = await s.notify.list({ status: o.status, limit: o.limit });
+        if (o.json) {
+          for (const r of rows) console.log(JSON.stringify(r));
+          return;
+        }
+        if (rows.length === 0) return console.log('outbox is empty');
+        printTable(
+          ['ID', 'CREATED', 'STATUS', 'CHANNEL', 'KIND', 'TO', 'ATTEMPTS', 'USER', 'FILE', 'ERROR'],
+          rows.map((r) => [
+            String(r.id),
+            new Date(r.createdAt).toISOString(),
+            r.status,
+            r.channel,
+            r.kind,
+            r.recipient,
+            String(r.attempts),
+            r.userName ?? '-',
+            r.fileId === null ? '-' : String(r.fileId),
+            r.lastError ?? '',
+          ]),
+        );
+      });
+    });
+
+  outbox
+    .command('show')
+    .argument('<id>', 'message id, from `outbox list`')
+    .option('--json', 'machine-readable output')
+    .description('print one message in full, PIN and link included (for a machine without SMTP/SMS)')
+    .action(async (id: string, o: { json?: boolean }) => {
+      if (!/^\d+$/.test(id)) throw invalid(`not a message id: "${id}"`);
+      await withServices(async (s) => {
+        const m = await s.notify.show(Number(id));
+        if (!m) throw notFound(`no outbox message ${id}`);
+        if (o.json) return console.log(JSON.stringify(m, null, 2));
+        console.log(`Message:  ${m.id} (${m.status}, ${m.attempts} attempt(s))`);
+        console.log(`Channel:  ${m.channel}`);
+        console.log(`To:       ${m.recipient}`);
+        console.log(`Kind:     ${m.kind} (${m.lang})`);
+        console.log(`Created:  ${new Date(m.createdAt).toISOString()}`);
+        if (m.lastError) console.log(`Error:    ${m.lastError}`);
+        if (m.subject) console.log(`Subject:  ${m.subject}`);
+        console.log('');
+        console.log(m.text);
+      });
+    });
+}
+
+function storage(program: Command): void {
+  program
+    .command('storage')
+    .description('file contents in the blob store')
+    .command('check')
+    .option('--fix', 'remove orphans (objects no file owns) older than an hour')
+    .option('--json', 'machine-readable output')
+    .description('verify every file has its object and report orphans; exit 1 when an object is missing')
+    .action(async (o: { fix?: boolean; json?: boolean }) => {
+      await withServices(async (s) => {
+        const r = await s.reconciler.check(Boolean(o.fix));
+        if (o.json) console.log(JSON.stringify(r));
+        else {
+          console.log(`storage: ${s.blobs.description}`);
+          console.log(`files: ${r.rows}  objects: ${r.objects}`);
+          for (const m of r.missing) console.log(`missing: ${m.key} (${m.problem})`);
+          for (const x of r.orphans)
+            console.log(`orphan: ${x.key} (written ${new Date(x.modifiedAt).toISOString()})`);
+          console.log(
+            `missing: ${r.missing.length}  orphans: ${r.orphans.length}  removed: ${r.removed}` +
+              `  crashed uploads cleared: ${r.intents}  partial writes removed: ${r.partial}`,
+          );
+        }
+        if (r.missing.length > 0) process.exitCode = 1;
+      });
+    });
+}
+
+function secret(program: Command): void {
+  program
+    .command('secret')
+    .description('the server secret (REMESSA_SECRET): rotation, docs/operations.md')
+    .command('reseal')
+    .option('--json', 'machine-readable output')
+    .description(
+      'seal every stored sealed value (link tokens, messages, webhook secrets) with the current secret; ' +
+        'run during a rotation, with REMESSA_PREVIOUS_SECRET set; exit 1 if some could not be opened',
+    )
+    .action(async (o: { json?: boolean }) => {
+      await withServices(async (s) => {
+        const reports = await new Resealer({ db: s.db, keys: s.keys }).resealAll();
+        if (o.json) console.log(JSON.stringify(reports));
+        else
+          for (const r of reports)
+            console.log(
+              `${r.name}: ${r.resealed} resealed, ${r.current} current, ${r.unreadable} unreadable`,
+            );
+        if (reports.some((r) => r.unreadable > 0)) process.exitCode = 1;
+      });
+    });
+}

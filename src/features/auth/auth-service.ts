@@ -1,0 +1,221 @@
+// Credentials, bearer tokens, lockout and revocation. Knows nothing of HTTP.
+import { errors as joseErrors, jwtVerify, SignJWT } from 'jose';
+import type { Clock } from '../../platform/clock.js';
+import { tooMany, unauthorized } from '../../platform/errors.js';
+import { type Keys, randomToken } from '../../platform/security/keys.js';
+import type { UserRow } from '../../platform/sql/schema.js';
+import type { AuditLog } from '../audit/audit-log.js';
+import type { UserStore } from '../users/user-store.js';
+import { CredentialCache, type CredentialCacheOptions } from './credential-cache.js';
+import { verifyPassword } from './passwords.js';
+import type { RevokedTokenStore } from './revoked-token-store.js';
+
+const MINUTE = 60_000;
+/** Bearer tokens whose signature check is remembered at once (verifySignature). */
+const MAX_SIGNED_CLAIMS = 10_000;
+
+/** What a verified token says, all of it fixed by the signature. */
+interface SignedClaims {
+  uid: number;
+  gen: number;
+  jti: string;
+  /** seconds since the epoch */
+  exp: number;
+}
+
+/** Failed credential checks one client address may make per minute, on any route (docs/security.md). */
+export const CREDENTIAL_FAILURES_PER_MINUTE = 30;
+
+/** The one answer to every failed sign-in: it never tells whether the user exists or is locked. */
+export const BAD_CREDENTIALS = 'wrong user name or password, or the account is locked for a while';
+
+export interface AuthOptions {
+  baseUrl: string;
+  tokenSeconds: number;
+  lockoutAttempts: number;
+  lockoutSeconds: number;
+}
+
+export interface IssuedToken {
+  token: string;
+  expiresIn: number;
+}
+
+export interface BearerSession {
+  user: UserRow;
+  jti: string;
+  expiresAt: number;
+}
+
+export interface AuthDeps {
+  users: UserStore;
+  revoked: RevokedTokenStore;
+  audit: AuditLog;
+  keys: Keys;
+  clock: Clock;
+  opts: AuthOptions;
+  /** Tests: a smaller or shorter-lived verified-credential cache. */
+  cache?: Partial<CredentialCacheOptions>;
+}
+
+export class AuthService {
+  private readonly users: UserStore;
+  private readonly revoked: RevokedTokenStore;
+  private readonly audit: AuditLog;
+  private readonly keys: Keys;
+  private readonly clock: Clock;
+  private readonly opts: AuthOptions;
+  /** Successful Basic verifications of this instance (src/features/auth/credential-cache.ts). */
+  private readonly verified: CredentialCache;
+  private readonly signedClaims = new Map<string, SignedClaims>();
+
+  constructor(deps: AuthDeps) {
+    ({
+      users: this.users,
+      revoked: this.revoked,
+      audit: this.audit,
+      keys: this.keys,
+      clock: this.clock,
+      opts: this.opts,
+    } = deps);
+    this.verified = new CredentialCache(deps.clock, deps.cache);
+  }
+
+  /**
+   * Checks a name and password. Unknown user, wrong password, disabled or locked account all give
+   * the same 401 with the same detail, after the same argon2 work, so no answer tells whether a
+   * user exists; a lock starts after `lockoutAttempts` consecutive failures. An address with
+   * CREDENTIAL_FAILURES_PER_MINUTE failures in the last minute gets 429 before anything is checked.
+   * A name and password verified before against the account's current state skip argon2 (the
+   * credential cache); everything else, and every failure, takes the full path.
+   */
+  async checkPassword(name: string, password: string, remote: string | null): Promise<UserRow> {
+    const now = this.clock.now();
+    if (remote !== null) {
+      const recent = await this.audit.countFailedLogins(remote, now - MINUTE);
+      if (recent >= CREDENTIAL_FAILURES_PER_MINUTE)
+        throw tooMany('too many failed sign-ins from this address: retry in a minute', 60);
+    }
+    const user = await this.users.byName(name);
+    const cacheKey = this.keys.credentialHash(name.toLowerCase(), password);
+    if (this.verified.hit(cacheKey, user)) return this.signedIn(user!);
+    const locked = user !== undefined && user.locked_until > now;
+    const ok = await verifyPassword(locked ? null : (user?.password_hash ?? null), password);
+    const fail = async (detail: string) => {
+      await this.audit.record({
+        event: 'login.failed',
+        user: user?.name ?? name.slice(0, 64),
+        remote,
+        detail,
+      });
+      return unauthorized(BAD_CREDENTIALS);
+    };
+    if (!user) throw await fail('unknown user');
+    if (locked) throw await fail('locked');
+    if (!ok) {
+      const failures = await this.users.countFailure(user.id);
+      const err = await fail('wrong password');
+      if (failures >= this.opts.lockoutAttempts) {
+        await this.users.update(user.id, {
+          failed_logins: 0,
+          locked_until: now + this.opts.lockoutSeconds * 1000,
+        });
+        await this.audit.record({
+          event: 'user.locked',
+          user: user.name,
+          remote,
+          detail: `${failures} failed attempts; locked for ${this.opts.lockoutSeconds}s`,
+        });
+      }
+      throw err;
+    }
+    if (!user.enabled) throw await fail('disabled');
+    this.verified.remember(cacheKey, user);
+    return this.signedIn(user);
+  }
+
+  /** Verifications this instance remembers (tests, diagnostics). */
+  get cachedCredentials(): number {
+    return this.verified.size;
+  }
+
+  private async signedIn(user: UserRow): Promise<UserRow> {
+    if (user.failed_logins > 0) await this.users.update(user.id, { failed_logins: 0 });
+    return user;
+  }
+
+  async issueToken(user: UserRow, via: 'token' | 'login', remote: string | null): Promise<IssuedToken> {
+    const nowSec = Math.floor(this.clock.now() / 1000);
+    const token = await new SignJWT({ uid: user.id, gen: user.token_generation })
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .setSubject(user.name)
+      .setIssuer(this.opts.baseUrl)
+      .setAudience(this.opts.baseUrl)
+      .setJti(randomToken().slice(0, 22))
+      .setIssuedAt(nowSec)
+      .setExpirationTime(nowSec + this.opts.tokenSeconds)
+      .sign(await this.keys.jwtCryptoKey);
+    await this.audit.record({ event: via === 'login' ? 'login' : 'token.issued', user: user.name, remote });
+    return { token, expiresIn: this.opts.tokenSeconds };
+  }
+
+  /** Verifies a bearer token: signature, issuer, audience, expiry, user state and revocation. */
+  async verifyBearer(token: string): Promise<BearerSession> {
+    const claims = this.signedClaims.get(token) ?? (await this.verifySignature(token));
+    if (claims.exp <= Math.floor(this.clock.now() / 1000)) {
+      this.signedClaims.delete(token);
+      throw unauthorized('invalid or expired token');
+    }
+    const user = await this.users.byId(claims.uid);
+    if (!user?.enabled || user.token_generation !== claims.gen) throw unauthorized('token revoked');
+    if (await this.revoked.isRevoked(claims.jti)) throw unauthorized('token revoked');
+    return { user, jti: claims.jti, expiresAt: claims.exp * 1000 };
+  }
+
+  /**
+   * The claims of a token whose signature, issuer and audience check out, remembered by the exact
+   * token string: a client sends the same token on every request, and the HMAC check through Web
+   * Crypto was ~7% of a small upload's CPU. Only what cannot change is remembered; expiry is
+   * checked against the clock on every use, and the user and revocation are read every time.
+   */
+  private async verifySignature(token: string): Promise<SignedClaims> {
+    let payload: { uid?: unknown; gen?: unknown; jti?: string; exp?: number } | undefined;
+    // The current key, then (during a secret rotation) the previous one: only a signature that
+    // neither key made moves on to the next; an expired or malformed token fails at once.
+    for (const key of await this.keys.jwtVerificationKeys()) {
+      try {
+        ({ payload } = await jwtVerify(token, key, {
+          algorithms: ['HS256'],
+          issuer: this.opts.baseUrl,
+          audience: this.opts.baseUrl,
+          currentDate: new Date(this.clock.now()),
+          requiredClaims: ['jti', 'exp', 'sub'],
+        }));
+        break;
+      } catch (err) {
+        if (err instanceof joseErrors.JWSSignatureVerificationFailed) continue;
+        if (err instanceof joseErrors.JOSEError) throw unauthorized('invalid or expired token');
+        throw err;
+      }
+    }
+    if (!payload) throw unauthorized('invalid or expired token');
+    if (typeof payload.uid !== 'number' || typeof payload.gen !== 'number')
+      throw unauthorized('invalid token');
+    const claims = { uid: payload.uid, gen: payload.gen, jti: payload.jti!, exp: payload.exp! };
+    this.signedClaims.set(token, claims);
+    // Oldest first out: a bound, not a policy (a token that comes back is verified again).
+    if (this.signedClaims.size > MAX_SIGNED_CLAIMS)
+      this.signedClaims.delete(this.signedClaims.keys().next().value!);
+    return claims;
+  }
+
+  async logout(session: BearerSession, remote: string | null): Promise<void> {
+    await this.revoked.revoke(session.jti, session.user.id, session.expiresAt);
+    await this.audit.record({ event: 'logout', user: session.user.name, remote });
+  }
+
+  /** Forget revocations of tokens that have expired anyway (called by the sweeper). */
+  async pruneRevoked(): Promise<void> {
+    await this.revoked.prune(this.clock.now());
+  }
+}

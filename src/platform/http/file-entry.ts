@@ -1,0 +1,26 @@
+// The File entry of interface §2.3 (plus `sha256` and `expires`, and for the owner
+// `recipients` when the file was announced to someone), in one place.
+import type { FileWithToken } from '../../features/files/file-service.js';
+import type { RecipientStatus } from '../../features/links/tracking.js';
+
+export function fileEntry(baseUrl: string, lang: string, f: FileWithToken, recipients?: RecipientStatus[]) {
+  const backup = f.file.state === 'backup';
+  // (No token: its stored copy cannot be opened after a change of the server secret; an empty
+  // link rather than a wrong one.)
+  const linkURL =
+    f.token === null
+      ? ''
+      : backup
+        ? `${baseUrl}/download/file/backup?lang=${lang}&z=${f.token}`
+        : `${baseUrl}/download/file?lang=${lang}&k=${f.token}`;
+  return {
+    id: f.file.id,
+    name: f.file.name,
+    length: f.file.length,
+    modified: f.file.created_at,
+    linkURL,
+    sha256: f.file.sha256,
+    expires: backup ? f.file.purge_at : f.file.expires_at,
+    ...(recipients?.length ? { recipients } : {}),
+  };
+}

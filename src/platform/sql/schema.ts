@@ -1,0 +1,244 @@
+// Table types for Kysely. Times are integer milliseconds since the epoch; booleans are 0/1 integers,
+// so the same SQL runs on SQLite and PostgreSQL.
+import type { Generated, Insertable, Selectable, Updateable } from 'kysely';
+
+export interface UsersTable {
+  id: Generated<number>;
+  name: string;
+  /** lower-cased name: names match case-insensitively */
+  name_key: string;
+  email: string | null;
+  mobile: string | null;
+  lang: string;
+  enabled: number;
+  first_access: number;
+  password_hash: string | null;
+  /** Bumped to revoke every bearer token issued before (password change, disable, removal). */
+  token_generation: number;
+  failed_logins: number;
+  locked_until: number;
+  created_at: number;
+  updated_at: number;
+  /** Wrong password-recovery PINs in the window ending at recovery_window_end (any link). */
+  recovery_failures: Generated<number>;
+  recovery_window_end: Generated<number>;
+  /** Password recovery refused until then (too many wrong PINs). */
+  recovery_locked_until: Generated<number>;
+  /** Locks since the last password change or unlock: each lasts twice the one before. */
+  recovery_locks: Generated<number>;
+}
+
+export interface RevokedTokensTable {
+  jti: string;
+  user_id: number;
+  expires_at: number;
+}
+
+export interface AuditTable {
+  id: Generated<number>;
+  at: number;
+  event: string;
+  user_name: string | null;
+  remote: string | null;
+  file_id: number | null;
+  detail: string | null;
+}
+
+export interface FilesTable {
+  id: Generated<number>;
+  /** whose area (or backup area) holds the file */
+  owner_id: number;
+  uploader_id: number;
+  name: string;
+  length: number;
+  sha256: string;
+  content_type: string;
+  blob_key: string;
+  /** size-mtime-inode of the blob when written; null for rows from before it was recorded */
+  blob_fingerprint: string | null;
+  /** 1: the contents are in file_contents (under this id), not in the blob store */
+  contents_in_db: Generated<number>;
+  /** 'area' | 'backup' */
+  state: string;
+  created_at: number;
+  /** end of link validity: the sweeper retires the file to backup then */
+  expires_at: number;
+  retired_at: number | null;
+  /** when a backup file is purged */
+  purge_at: number | null;
+  message: string | null;
+}
+
+/** Small files' contents, kept with their row (files.contents_in_db = 1). */
+export interface FileContentsTable {
+  file_id: number;
+  data: Buffer;
+}
+
+export interface LinksTable {
+  id: Generated<number>;
+  file_id: number;
+  /** sha256(token), the lookup key: a database dump alone yields no working link */
+  token_hash: string;
+  /** the token sealed with the server secret (AES-GCM), so lists can show the link again */
+  token_sealed: string;
+  /** 'owner' | 'recipient' */
+  kind: string;
+  recipient_email: string | null;
+  recipient_mobile: string | null;
+  pin_hash: string | null;
+  pin_expires_at: number | null;
+  pin_sent_at: number | null;
+  pin_failures: number;
+  locked_until: number;
+  revoked: number;
+  downloads: number;
+  created_at: number;
+}
+
+export interface OutboxTable {
+  id: Generated<number>;
+  /** 'email' | 'sms' | 'webhook' */
+  channel: string;
+  recipient: string;
+  /** message kind, e.g. 'file-link', 'download-pin', 'password-pin' */
+  kind: string;
+  /** JSON of the rendered message, sealed with the server secret (it may carry a PIN) */
+  payload: string;
+  /** 'pending' | 'sent' | 'failed' | 'logged' */
+  status: string;
+  attempts: number;
+  next_attempt_at: number;
+  /** lease: an instance that claims a message owns it until then */
+  claimed_until: number;
+  last_error: string | null;
+  file_id: number | null;
+  user_name: string | null;
+  created_at: number;
+  sent_at: number | null;
+  /** when the last delivery attempt ended (null before the first, and for rows from before it existed) */
+  last_attempt_at: number | null;
+}
+
+export interface WebhooksTable {
+  id: Generated<number>;
+  /** the subscriber: gets only events about files they own or uploaded, and about themselves */
+  user_id: number;
+  url: string;
+  /** signing secret, sealed with the server secret (it must be read back to sign) */
+  secret_sealed: string;
+  /** comma-separated event types, or '*' for all */
+  events: string;
+  enabled: number;
+  /** why it stopped, e.g. 'receiver answered 410 Gone' */
+  disabled_reason: string | null;
+  created_at: number;
+}
+
+export interface ChangeTokensTable {
+  id: Generated<number>;
+  user_id: number;
+  token_hash: string;
+  /** 'forget' | 'firstaccess' */
+  purpose: string;
+  pin_hash: string | null;
+  pin_expires_at: number | null;
+  pin_sent_at: number | null;
+  pin_failures: number;
+  expires_at: number;
+  used_at: number | null;
+  created_at: number;
+}
+
+export interface BlobIntentsTable {
+  blob_key: string;
+  /** host/pid/nonce of the writing process (src/platform/blobs/blob-writer.ts) */
+  writer: string;
+  started_at: number;
+  touched_at: number;
+}
+
+export interface RateLimitsTable {
+  /** route + client address */
+  key: string;
+  count: number;
+  window_end: number;
+}
+
+/** A tus upload (src/uploads): what it will become, how far it got, who is writing to it now. */
+export interface UploadsTable {
+  /** random, URL-safe; the last segment of the upload URL */
+  id: string;
+  uploader_id: number;
+  /** the area the file goes to (metadata `d`) */
+  owner_id: number;
+  filename: string;
+  /** metadata `i` */
+  message: string | null;
+  /** metadata `m` / `c`, normalised: JSON {"emails": [...], "mobiles": [...]} */
+  recipients: string;
+  length: number;
+  /** bytes received and durable: the tus Upload-Offset */
+  received: number;
+  created_at: number;
+  expires_at: number;
+  /** host/pid/nonce of the process holding the upload (a PATCH in progress, the final commit) */
+  lock_owner: string | null;
+  lock_until: number | null;
+  /** the file it became; null while incomplete */
+  file_id: number | null;
+}
+
+/** The bytes of a tus upload so far: one blob per stretch a PATCH delivered, in offset order. */
+export interface UploadChunksTable {
+  upload_id: string;
+  start: number;
+  length: number;
+  blob_key: string;
+}
+
+/** db/commit-marks.ts */
+export interface CommitMarksTable {
+  id: string;
+  /** ms since the epoch: marks older than a few minutes are cleared */
+  at: number;
+}
+
+/** One value per key, shared by every instance of the installation. */
+export interface SettingsTable {
+  key: string;
+  value: string;
+}
+
+export interface Database {
+  users: UsersTable;
+  revoked_tokens: RevokedTokensTable;
+  audit: AuditTable;
+  files: FilesTable;
+  file_contents: FileContentsTable;
+  links: LinksTable;
+  outbox: OutboxTable;
+  change_tokens: ChangeTokensTable;
+  blob_intents: BlobIntentsTable;
+  rate_limits: RateLimitsTable;
+  webhooks: WebhooksTable;
+  uploads: UploadsTable;
+  upload_chunks: UploadChunksTable;
+  commit_marks: CommitMarksTable;
+  settings: SettingsTable;
+}
+
+export type UserRow = Selectable<UsersTable>;
+export type NewUser = Insertable<UsersTable>;
+export type UserUpdate = Updateable<UsersTable>;
+export type FileRow = Selectable<FilesTable>;
+export type LinkRow = Selectable<LinksTable>;
+export type OutboxRow = Selectable<OutboxTable>;
+export type NewOutboxRow = Insertable<OutboxTable>;
+export type OutboxUpdate = Updateable<OutboxTable>;
+export type ChangeTokenRow = Selectable<ChangeTokensTable>;
+export type AuditRow = Selectable<AuditTable>;
+export type BlobIntentRow = Selectable<BlobIntentsTable>;
+export type WebhookRow = Selectable<WebhooksTable>;
+export type UploadRow = Selectable<UploadsTable>;
+export type UploadChunkRow = Selectable<UploadChunksTable>;
