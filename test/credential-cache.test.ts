@@ -180,6 +180,8 @@ describe('credential cache bounds', () => {
     recovery_window_end: 0,
     recovery_locked_until: 0,
     recovery_locks: 0,
+    role: 'user',
+    last_sign_in_at: null,
   });
 
   test('holds at most maxEntries, forgetting the least recently used', () => {

@@ -11,6 +11,7 @@ import Fastify, {
   type preHandlerHookHandler,
 } from 'fastify';
 import type { Services } from '../../app/services.js';
+import { adminRoutes } from '../../features/admin/routes.js';
 import { authRoutes } from '../../features/auth/routes.js';
 import { fileRoutes } from '../../features/files/routes.js';
 import { secureLinkRoutes } from '../../features/links/routes.js';
@@ -133,6 +134,7 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
       await api.register(webhookRoutes);
       await api.register(uploadRoutes);
       await api.register(healthRoutes);
+      await api.register(adminRoutes, { prefix: '/admin' });
     },
     { prefix: config.apiPath },
   );

@@ -22,7 +22,8 @@ export type Handler =
   | 'handlerAuthForget'
   | 'handlerAuthLogout'
   | 'handlerWebhooks'
-  | 'handlerHealth';
+  | 'handlerHealth'
+  | `handlerAdmin${string}`;
 
 export function successEnvelope<T extends object>(handler: Handler, user: string | null, extra: T) {
   const base: Envelope = {

@@ -363,6 +363,23 @@ const settings: Migration = {
   },
 };
 
+// Roles (user, auditor, admin), read from the account row on every request; the last sign-in
+// (the last token issued); the acting account of an audit row when it is not the row's user (an
+// admin's change to another account), and the indexes the admin's searches and statistics use.
+const roles: Migration = {
+  async up(db) {
+    await db.schema
+      .alterTable('users')
+      .addColumn('role', 'text', (c) => c.notNull().defaultTo('user'))
+      .execute();
+    await db.schema.alterTable('users').addColumn('last_sign_in_at', 'bigint').execute();
+    await db.schema.alterTable('audit').addColumn('actor', 'text').execute();
+    await sql`create index if not exists audit_at on audit (at)`.execute(db);
+    await sql`create index if not exists audit_actor_lower on audit (lower(actor), at)
+      where actor is not null`.execute(db);
+  },
+};
+
 const migrations = (dialect: Dialect): Record<string, Migration> => ({
   '0001_initial': initial(dialect),
   '0002_change_tokens_user': changeTokensByUser,
@@ -378,6 +395,7 @@ const migrations = (dialect: Dialect): Record<string, Migration> => ({
   '0021_audit_partial_indexes': auditPartialIndexes,
   '0022_recovery_lockout': recoveryLockout,
   '0023_settings': settings,
+  '0024_roles': roles,
 });
 
 class StaticProvider implements MigrationProvider {

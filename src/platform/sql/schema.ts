@@ -15,6 +15,10 @@ export interface UsersTable {
   password_hash: string | null;
   /** Bumped to revoke every bearer token issued before (password change, disable, removal). */
   token_generation: number;
+  /** 'user' | 'auditor' | 'admin' (features/users/roles.ts) */
+  role: Generated<string>;
+  /** When the last token was issued to the account (token endpoint or login); null before. */
+  last_sign_in_at: number | null;
   failed_logins: number;
   locked_until: number;
   created_at: number;
@@ -42,6 +46,8 @@ export interface AuditTable {
   remote: string | null;
   file_id: number | null;
   detail: string | null;
+  /** The account that acted when it is not user_name's (an admin changing another account). */
+  actor: Generated<string | null>;
 }
 
 export interface FilesTable {

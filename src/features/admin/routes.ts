@@ -1,0 +1,21 @@
+// (ext) The admin API under {base}/admin/ (docs/admin.md): every route needs an account whose row
+// says auditor or admin (a read) or admin (a change). The check is a hook of this plugin, so no
+// admin route can be added without it; each area registers its routes below.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { forbidden } from '../../platform/errors.js';
+import { currentUser, requireUser } from '../../platform/http/auth-hooks.js';
+import { canAdminister, canAudit, roleOf } from '../users/roles.js';
+
+/** A read (GET, HEAD) needs an auditor or an admin, a change an admin: the role just read. */
+export async function requireAdminRole(request: FastifyRequest): Promise<void> {
+  const role = roleOf(currentUser(request));
+  const reading = request.method === 'GET' || request.method === 'HEAD';
+  if (reading ? !canAudit(role) : !canAdminister(role))
+    throw forbidden(reading ? 'an auditor or admin role is required' : 'an admin role is required');
+}
+
+export const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.addHook('preHandler', requireUser);
+  app.addHook('preHandler', requireAdminRole);
+};
