@@ -680,13 +680,9 @@ describe('HSTS', () => {
     closeWith(ctx, plain, tls);
     assert.equal((await fetch(`${plain.base}/nothing`)).headers.get('strict-transport-security'), null);
     // The proxy terminates TLS; the public base URL says https.
-    const secure = await startTestServer({ env: { REMESSA_BASE_URL: 'https://files.example.com/v1' } });
-    try {
-      const res = await fetch(`${secure.origin}/v1/nothing`);
-      assert.equal(res.headers.get('strict-transport-security'), 'max-age=31536000; includeSubDomains');
-    } finally {
-      await secure.close();
-    }
+    const secure = await serverFor(ctx, { env: { REMESSA_BASE_URL: 'https://files.example.com/v1' } });
+    const res = await fetch(`${secure.origin}/v1/nothing`);
+    assert.equal(res.headers.get('strict-transport-security'), 'max-age=31536000; includeSubDomains');
     const proxied = await fetch(`${tls.base}/nothing`, { headers: { 'X-Forwarded-Proto': 'https' } });
     assert.equal(proxied.headers.get('strict-transport-security'), 'max-age=31536000; includeSubDomains');
   });

@@ -29,7 +29,7 @@ interface Manifest {
   css: string;
 }
 
-const PORTAL_DIR = fileURLToPath(new URL('../../../../portal/', import.meta.url));
+const PORTAL_DIR = fileURLToPath(new URL('../../../portal/', import.meta.url));
 const ASSETS_DIR = `${PORTAL_DIR}assets`;
 
 function loadManifest(): Manifest | null {
