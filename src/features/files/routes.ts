@@ -24,8 +24,9 @@ import {
 import { parseRecipients } from '../links/recipients.js';
 import type { RecipientStatus } from '../links/tracking.js';
 import type { DownloadOutcome } from './download.js';
-import type { IncomingFile } from './file-service.js';
+import type { FileService } from './file-service.js';
 import type { FileWithLink } from './file-store.js';
+import type { IncomingFile } from './upload-commit.js';
 
 const UploadQuery = Type.Object({
   file: Type.Optional(Type.String({ maxLength: 1024 })),
@@ -123,89 +124,78 @@ const downloadResponses = {
   }),
 };
 
-export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const { files, config, notify, secureLinks, tracking } = app.services;
+/** The plugin's app, with the TypeBox type provider (typed querystrings). */
+type Api = Parameters<FastifyPluginAsyncTypebox>[0];
 
-  await app.register(multipart, {
-    limits: {
-      fileSize: config.maxFileSize,
-      files: 100,
-      parts: 200,
-      fields: 50,
-      fieldSize: 64 * 1024,
-      headerPairs: 100,
-    },
-  });
-  // A raw body (an extension of the interface) is never buffered: the route streams request.raw itself
-  // (detachedBody), so the parser only has to let the request through.
-  app.addContentTypeParser('application/octet-stream', (_request, _payload, done) => done(null, undefined));
+type BodyKind = 'multipart' | 'raw';
 
-  type BodyKind = 'multipart' | 'raw';
+const notAnUploadBody = () =>
+  badRequest('body must be multipart/form-data or application/octet-stream (Content-Type or Content_type)');
 
-  const notAnUploadBody = () =>
-    badRequest('body must be multipart/form-data or application/octet-stream (Content-Type or Content_type)');
+function bodyKind(request: FastifyRequest): BodyKind {
+  if (request.isMultipart()) return 'multipart';
+  if (!(request.headers['content-type'] ?? '').toLowerCase().startsWith('application/octet-stream'))
+    throw notAnUploadBody();
+  // Without either, HTTP reads no body at all: the bytes sent would be taken for a next request.
+  if (request.headers['content-length'] === undefined && request.headers['transfer-encoding'] === undefined)
+    throw new AppError(411, 'Content-Length (or chunked Transfer-Encoding) is required', {
+      Connection: 'close',
+    });
+  return 'raw';
+}
 
-  function bodyKind(request: FastifyRequest): BodyKind {
-    if (request.isMultipart()) return 'multipart';
-    if (!(request.headers['content-type'] ?? '').toLowerCase().startsWith('application/octet-stream'))
-      throw notAnUploadBody();
-    // Without either, HTTP reads no body at all: the bytes sent would be taken for a next request.
-    if (request.headers['content-length'] === undefined && request.headers['transfer-encoding'] === undefined)
-      throw new AppError(411, 'Content-Length (or chunked Transfer-Encoding) is required', {
-        Connection: 'close',
-      });
-    return 'raw';
+/**
+ * The files of the request body. A body that cannot be parsed (no or an empty boundary, truncated
+ * framing, a part cut short) is the client's fault: 400, whatever the parser threw.
+ */
+async function* incoming(
+  request: FastifyRequest,
+  kind: BodyKind,
+  bodyErrors: Set<unknown>,
+): AsyncGenerator<IncomingFile> {
+  // No file is longer than the whole body: a declared Content-Length bounds each (chunked: unknown).
+  const length = request.headers['content-length'];
+  const sizeBound = length !== undefined && /^\d{1,15}$/.test(length) ? Number(length) : undefined;
+  if (kind === 'raw') {
+    yield { filename: undefined, stream: detachedBody(request.raw), sizeBound, declaredSize: sizeBound };
+    return;
   }
-
-  /**
-   * The files of the request body. A body that cannot be parsed (no or an empty boundary, truncated
-   * framing, a part cut short) is the client's fault: 400, whatever the parser threw.
-   */
-  async function* incoming(
-    request: FastifyRequest,
-    kind: BodyKind,
-    bodyErrors: Set<unknown>,
-  ): AsyncGenerator<IncomingFile> {
-    // No file is longer than the whole body: a declared Content-Length bounds each (chunked: unknown).
-    const length = request.headers['content-length'];
-    const sizeBound = length !== undefined && /^\d{1,15}$/.test(length) ? Number(length) : undefined;
-    if (kind === 'raw') {
-      yield { filename: undefined, stream: detachedBody(request.raw), sizeBound, declaredSize: sizeBound };
-      return;
-    }
-    let parts: AsyncIterator<Multipart>;
-    try {
-      parts = request.parts()[Symbol.asyncIterator]();
-    } catch (err) {
-      throw malformed(err);
-    }
-    // (Counted from here: the parser is now reading the body, and sees every byte counted.)
-    const outside = bytesOutsideFiles(request.raw);
-    try {
-      for (;;) {
-        let next: IteratorResult<Multipart>;
-        try {
-          next = await Promise.race([parts.next(), outside.tooMany]);
-        } catch (err) {
-          throw malformed(err);
-        }
-        if (next.done) return;
-        const part = next.value;
-        if (part.type !== 'file') continue;
-        // The parser fails the part's stream on bad framing, possibly before anyone reads it, by
-        // destroying it or only by emitting an error; whoever reads the part rethrows that error.
-        part.file.on('error', (err) => bodyErrors.add(err));
-        // (It may have failed already: a body that arrived whole is parsed before this line runs.)
-        if (part.file.errored) bodyErrors.add(part.file.errored);
-        outside.inFile = true;
-        yield { filename: part.filename || undefined, stream: part.file, sizeBound };
-        outside.inFile = false;
+  let parts: AsyncIterator<Multipart>;
+  try {
+    parts = request.parts()[Symbol.asyncIterator]();
+  } catch (err) {
+    throw malformed(err);
+  }
+  // (Counted from here: the parser is now reading the body, and sees every byte counted.)
+  const outside = bytesOutsideFiles(request.raw);
+  try {
+    for (;;) {
+      let next: IteratorResult<Multipart>;
+      try {
+        next = await Promise.race([parts.next(), outside.tooMany]);
+      } catch (err) {
+        throw malformed(err);
       }
-    } finally {
-      outside.stop();
+      if (next.done) return;
+      const part = next.value;
+      if (part.type !== 'file') continue;
+      // The parser fails the part's stream on bad framing, possibly before anyone reads it, by
+      // destroying it or only by emitting an error; whoever reads the part rethrows that error.
+      part.file.on('error', (err) => bodyErrors.add(err));
+      // (It may have failed already: a body that arrived whole is parsed before this line runs.)
+      if (part.file.errored) bodyErrors.add(part.file.errored);
+      outside.inFile = true;
+      yield { filename: part.filename || undefined, stream: part.file, sizeBound };
+      outside.inFile = false;
     }
+  } finally {
+    outside.stop();
   }
+}
 
+/** POST /upload: every parameter checked, then the body's files stored together. */
+function uploadRoute(app: Api) {
+  const { files, config, notify, tracking } = app.services;
   app.post(
     '/upload',
     {
@@ -269,34 +259,40 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
       });
     },
   );
+}
 
-  async function serve(request: FastifyRequest, reply: FastifyReply, found: FileWithLink) {
-    // The audit row is committed before the first byte; the outcome is added once it is known.
-    const begun: { row: number; range: ByteRange | null }[] = [];
-    const blob = files.blobAccess(found.file, request.ip);
-    let outcome: DownloadOutcome;
+/** Sends a found file; its audit row is begun before the first byte and finished after the last. */
+async function serve(files: FileService, request: FastifyRequest, reply: FastifyReply, found: FileWithLink) {
+  // The audit row is committed before the first byte; the outcome is added once it is known.
+  const begun: { row: number; range: ByteRange | null }[] = [];
+  const blob = files.blobAccess(found.file, request.ip);
+  let outcome: DownloadOutcome;
+  try {
+    outcome = await sendStoredFile(request, reply, found.file, blob, async (range) => {
+      begun.push({ row: await files.downloadStarting(found, range, request.ip), range });
+    });
+  } catch (err) {
+    // Begun, then failed before the body (the blob would not open): no byte reached the client.
+    for (const { row, range } of begun)
+      await files
+        .downloadFinished(found, row, { complete: false, bytes: 0, range }, request.ip)
+        .catch(() => {});
+    throw err;
+  }
+  for (const { row } of begun) {
     try {
-      outcome = await sendStoredFile(request, reply, found.file, blob, async (range) => {
-        begun.push({ row: await files.downloadStarting(found, range, request.ip), range });
-      });
+      await files.downloadFinished(found, row, outcome, request.ip);
     } catch (err) {
-      // Begun, then failed before the body (the blob would not open): no byte reached the client.
-      for (const { row, range } of begun)
-        await files
-          .downloadFinished(found, row, { complete: false, bytes: 0, range }, request.ip)
-          .catch(() => {});
-      throw err;
-    }
-    for (const { row } of begun) {
-      try {
-        await files.downloadFinished(found, row, outcome, request.ip);
-      } catch (err) {
-        // The response is over. Until the outcome is written the row says unknown; with the
-        // database out of reach, the service tries again (FileService.retryBookkeeping).
-        request.log.warn({ err }, 'after the download: bookkeeping failed');
-      }
+      // The response is over. Until the outcome is written the row says unknown; with the
+      // database out of reach, the service tries again (FileService.retryBookkeeping).
+      request.log.warn({ err }, 'after the download: bookkeeping failed');
     }
   }
+}
+
+/** GET/HEAD /download/file and /download/file/backup: a file by its link token. */
+function downloadRoutes(app: Api) {
+  const { files, secureLinks } = app.services;
 
   // GET and HEAD share a handler; an explicit HEAD keeps our Content-Length (Fastify's generated
   // HEAD route would read the whole file and answer a length of 0).
@@ -313,7 +309,7 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
     handler: async (request, reply) => {
       const found = await files.resolve(request.query.k, 'area');
       await secureLinks.gate(found, request.query.p, 'area', request.ip);
-      await serve(request, reply, found);
+      await serve(files, request, reply, found);
       return reply;
     },
   });
@@ -331,11 +327,15 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
     handler: async (request, reply) => {
       const found = await files.resolve(request.query.z, 'backup');
       await secureLinks.gate(found, undefined, 'backup', request.ip);
-      await serve(request, reply, found);
+      await serve(files, request, reply, found);
       return reply;
     },
   });
+}
 
+/** (ext) GET /download/list and /download/list/backup: one page of an area. */
+function listRoutes(app: Api) {
+  const { files, config, tracking } = app.services;
   for (const [path, area] of [
     ['/download/list', 'area'],
     ['/download/list/backup', 'backup'],
@@ -360,4 +360,24 @@ export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
       });
     });
   }
+}
+
+export const fileRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  await app.register(multipart, {
+    limits: {
+      fileSize: app.services.config.maxFileSize,
+      files: 100,
+      parts: 200,
+      fields: 50,
+      fieldSize: 64 * 1024,
+      headerPairs: 100,
+    },
+  });
+  // A raw body (an extension of the interface) is never buffered: the route streams request.raw itself
+  // (detachedBody), so the parser only has to let the request through.
+  app.addContentTypeParser('application/octet-stream', (_request, _payload, done) => done(null, undefined));
+
+  uploadRoute(app);
+  downloadRoutes(app);
+  listRoutes(app);
 };

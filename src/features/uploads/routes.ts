@@ -108,54 +108,56 @@ function bodyUntilCut(req: IncomingMessage, keepPartial: boolean): Readable {
   return body;
 }
 
-export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const { uploads, config, tracking, notify } = app.services;
+/** The plugin's app, with the TypeBox type provider (typed params). */
+type Api = Parameters<FastifyPluginAsyncTypebox>[0];
 
-  app.addContentTypeParser(OFFSET_TYPE, (_request, _payload, done) => done(null, undefined));
-  // Upload bytes come only as OFFSET_TYPE (a creation request may carry the first ones).
-  const tusBody = {
-    types: [OFFSET_TYPE],
-    refuse: () => new AppError(415, `Content-Type must be ${OFFSET_TYPE}`),
-  };
+// Upload bytes come only as OFFSET_TYPE (a creation request may carry the first ones).
+const tusBody = {
+  types: [OFFSET_TYPE],
+  refuse: () => new AppError(415, `Content-Type must be ${OFFSET_TYPE}`),
+};
 
-  // Every answer carries the protocol version (OPTIONS included: harmless, and simpler).
-  app.addHook('onSend', async (_request, reply, payload) => {
-    reply.header('Tus-Resumable', TUS_VERSION);
-    return payload;
-  });
-
-  async function checkVersion(request: FastifyRequest, reply: FastifyReply) {
-    if (header(request, 'tus-resumable') !== TUS_VERSION) {
-      reply.header('Tus-Version', TUS_VERSION);
-      throw new AppError(412, `Tus-Resumable must be ${TUS_VERSION}`);
-    }
+async function checkVersion(request: FastifyRequest, reply: FastifyReply) {
+  if (header(request, 'tus-resumable') !== TUS_VERSION) {
+    reply.header('Tus-Version', TUS_VERSION);
+    throw new AppError(412, `Tus-Resumable must be ${TUS_VERSION}`);
   }
-  const guards = [checkVersion, requireUser];
-  const uploading = [...guards, app.uploadSlot];
+}
+const guards = [checkVersion, requireUser];
+/** The guards of a request that carries upload bytes: also an upload slot. */
+const uploading = (app: Api) => [...guards, app.uploadSlot];
 
-  function expires(reply: FastifyReply, row: UploadRow) {
-    if (row.file_id === null) reply.header('Upload-Expires', new Date(row.expires_at).toUTCString());
+// Path-absolute, so that a client reaching us through any proxy or address stays on that route
+// (tus clients resolve it against the creation URL).
+const location = (apiPath: string, id: string) => `${apiPath}/uploads/${id}`;
+
+function expires(reply: FastifyReply, row: UploadRow) {
+  if (row.file_id === null) reply.header('Upload-Expires', new Date(row.expires_at).toUTCString());
+}
+
+async function patch(
+  { uploads, notify }: Api['services'],
+  request: FastifyRequest,
+  id: string,
+  offset: number,
+): Promise<UploadRow> {
+  const user = currentUser(request);
+  const checksum = parseChecksum(header(request, 'upload-checksum'));
+  const body = bodyUntilCut(request.raw, checksum === null);
+  try {
+    const socket = request.raw.socket;
+    const row = await uploads.append(user, id, offset, body, checksum, request.ip, () => socket.bytesRead);
+    if (row.file_id !== null) notify.kick(); // its messages and events were committed with it
+    return row;
+  } catch (err) {
+    discardRestOfBody(request.raw);
+    throw err;
   }
+}
 
-  // Path-absolute, so that a client reaching us through any proxy or address stays on that route
-  // (tus clients resolve it against the creation URL).
-  const location = (id: string) => `${config.apiPath}/uploads/${id}`;
-
-  async function patch(request: FastifyRequest, id: string, offset: number): Promise<UploadRow> {
-    const user = currentUser(request);
-    const checksum = parseChecksum(header(request, 'upload-checksum'));
-    const body = bodyUntilCut(request.raw, checksum === null);
-    try {
-      const socket = request.raw.socket;
-      const row = await uploads.append(user, id, offset, body, checksum, request.ip, () => socket.bytesRead);
-      if (row.file_id !== null) notify.kick(); // its messages and events were committed with it
-      return row;
-    } catch (err) {
-      discardRestOfBody(request.raw);
-      throw err;
-    }
-  }
-
+/** OPTIONS /uploads and /uploads/:id: what this server supports (no credentials needed). */
+function optionsRoutes(app: Api) {
+  const { config } = app.services;
   app.options(
     '/uploads',
     {
@@ -188,7 +190,11 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
       reply.code(204).header('Tus-Version', TUS_VERSION).header('Tus-Extension', EXTENSIONS);
     },
   );
+}
 
+/** POST /uploads: creation and creation-with-upload. */
+function creationRoute(app: Api) {
+  const { uploads, config } = app.services;
   app.post(
     '/uploads',
     {
@@ -196,7 +202,7 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
         201: noBody('Created: Location names the upload; Upload-Offset when a body came with it.'),
         ...tusErrors,
       }),
-      preHandler: uploading,
+      preHandler: uploading(app),
       bodyLimit: config.maxFileSize,
       config: { streamingBody: tusBody },
     },
@@ -213,11 +219,11 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
         throw err;
       }
       const withBody = (header(request, 'content-type') ?? '').toLowerCase().startsWith(OFFSET_TYPE);
-      reply.code(201).header('Location', location(row.id));
+      reply.code(201).header('Location', location(config.apiPath, row.id));
       if (withBody) {
         // creation-with-upload: the upload exists whatever happens to its first bytes.
         try {
-          row = await patch(request, row.id, 0);
+          row = await patch(app.services, request, row.id, 0);
         } catch (err) {
           const status = httpStatusOf(err);
           if (status === undefined || status >= 500) throw err;
@@ -229,7 +235,11 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
       return reply.send();
     },
   );
+}
 
+/** HEAD /uploads/:id: how much the server has. */
+function offsetRoute(app: Api) {
+  const { uploads } = app.services;
   app.route({
     method: 'HEAD',
     url: '/uploads/:id',
@@ -254,7 +264,11 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
       return reply.send();
     },
   });
+}
 
+/** PATCH /uploads/:id: bytes appended at Upload-Offset. */
+function appendRoute(app: Api) {
+  const { config } = app.services;
   app.patch(
     '/uploads/:id',
     {
@@ -265,7 +279,7 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
         }),
         params: IdParams,
       },
-      preHandler: uploading,
+      preHandler: uploading(app),
       bodyLimit: config.maxFileSize,
       config: { streamingBody: tusBody },
     },
@@ -281,13 +295,17 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
         discardRestOfBody(request.raw);
         throw err;
       }
-      const row = await patch(request, request.params.id, offset);
+      const row = await patch(app.services, request, request.params.id, offset);
       reply.code(204).header('Upload-Offset', String(row.received));
       expires(reply, row);
       return reply.send();
     },
   );
+}
 
+/** DELETE /uploads/:id: termination. */
+function terminationRoute(app: Api) {
+  const { uploads } = app.services;
   app.delete(
     '/uploads/:id',
     {
@@ -302,9 +320,14 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
       return reply.code(204).send();
     },
   );
+}
 
-  // (ext) The finished upload as POST /upload would have answered it, for its linkURL. Plain API
-  // clients may leave out Tus-Resumable here: this is not a tus request.
+/**
+ * GET /uploads/:id (ext): the finished upload as POST /upload would have answered it, for its
+ * linkURL. Plain API clients may leave out Tus-Resumable here: this is not a tus request.
+ */
+function resultRoute(app: Api) {
+  const { uploads, config, tracking } = app.services;
   app.get(
     '/uploads/:id',
     {
@@ -330,4 +353,21 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
       });
     },
   );
+}
+
+export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.addContentTypeParser(OFFSET_TYPE, (_request, _payload, done) => done(null, undefined));
+
+  // Every answer carries the protocol version (OPTIONS included: harmless, and simpler).
+  app.addHook('onSend', async (_request, reply, payload) => {
+    reply.header('Tus-Resumable', TUS_VERSION);
+    return payload;
+  });
+
+  optionsRoutes(app);
+  creationRoute(app);
+  offsetRoute(app);
+  appendRoute(app);
+  terminationRoute(app);
+  resultRoute(app);
 };

@@ -1,6 +1,6 @@
 // The File entry of interface §2.3 (plus `sha256` and `expires`, and for the owner
 // `recipients` when the file was announced to someone), in one place.
-import type { FileWithToken } from '../../features/files/file-service.js';
+import type { FileWithToken } from '../../features/files/file-links.js';
 import type { RecipientStatus } from '../../features/links/tracking.js';
 
 export function fileEntry(baseUrl: string, lang: string, f: FileWithToken, recipients?: RecipientStatus[]) {
