@@ -2,6 +2,7 @@
 // per file with its own progress bar, speed and cancel button; each result link has a copy button.
 // Upload state lives at module level so a language switch or navigation does not lose it.
 
+import { UPLOAD_PARAMETER_MAX_LENGTH } from '../../../files/upload-limits.js';
 import { isEmail, listItems, normalizeMobile, USER_NAME } from '../../../users/validation-rules.js';
 import {
   ApiError,
@@ -291,12 +292,12 @@ export function renderSend(ctx: PageContext): void {
     autocomplete: 'off',
     autocapitalize: 'none',
     spellcheck: 'false',
-    maxlength: 64,
+    maxlength: UPLOAD_PARAMETER_MAX_LENGTH.d,
     value: draft.d,
   });
   const m = h('input', { name: 'm', type: 'text', inputmode: 'email', autocomplete: 'off', value: draft.m });
   const c = h('input', { name: 'c', type: 'text', inputmode: 'tel', autocomplete: 'off', value: draft.c });
-  const i = h('textarea', { name: 'i', rows: 3, maxlength: 1000 });
+  const i = h('textarea', { name: 'i', rows: 3, maxlength: UPLOAD_PARAMETER_MAX_LENGTH.i });
   i.value = draft.i;
   for (const [key, el] of [
     ['d', d],
