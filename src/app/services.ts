@@ -1,4 +1,5 @@
 // Composition root: builds every domain service from the config. The CLI and the server share it.
+import { UserAdminService } from '../features/admin/user-admin-service.js';
 import { AuditLog } from '../features/audit/audit-log.js';
 import { AuthService } from '../features/auth/auth-service.js';
 import { RevokedTokenStore } from '../features/auth/revoked-token-store.js';
@@ -53,6 +54,8 @@ export interface Services {
   keys: Keys;
   audit: AuditLog;
   users: UserService;
+  /** The admin API's accounts: searches, usage, changes named by the acting admin. */
+  userAdmin: UserAdminService;
   auth: AuthService;
   /** Request rate limits, counted in the shared database. */
   rateCounter: RateCounter;
@@ -141,7 +144,7 @@ async function assemble(
   });
   const metrics = new Metrics({ db, clock, poolStats: database.poolStats });
   audit.observe((entry) => metrics.onAudit(entry));
-  const userStore = new UserStore(db);
+  const userStore = new UserStore(db, database.dialect);
   const users = new UserService(userStore, audit, clock, {
     defaultLang: config.lang,
     passwordMinLength: config.passwordMinLength,
@@ -152,6 +155,7 @@ async function assemble(
     audit,
     keys,
     clock,
+    commits: database.commits,
     opts: config,
   });
   const rateCounter = new RateCounter(db, clock);
@@ -227,6 +231,7 @@ async function assemble(
     notify,
     opts: { baseUrl: config.baseUrl, defaultLang: config.lang, pinSeconds: config.pinSeconds },
   });
+  const userAdmin = new UserAdminService({ users, files: fileStore, recovery, clock });
   // Upload recipients (links + 'file-link' messages) and the sender's download confirmation.
   const recipients = new RecipientNotifier({
     db,
@@ -319,6 +324,7 @@ async function assemble(
     keys,
     audit,
     users,
+    userAdmin,
     auth,
     rateCounter,
     blobs,

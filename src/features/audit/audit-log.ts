@@ -14,6 +14,7 @@ export type AuditEventName =
   | 'user.disabled'
   | 'user.enabled'
   | 'user.removed'
+  | 'user.unlocked'
   | 'token.issued'
   | 'login'
   | 'login.failed'
@@ -44,6 +45,8 @@ export type AuditEventName =
 export interface AuditEntry {
   event: AuditEventName;
   user?: string | null;
+  /** The account that acted when it is not `user` (an admin changing another account). */
+  actor?: string | null;
   remote?: string | null;
   fileId?: number | null;
   /** Free text or an object (stored as JSON). Never put a password, PIN or token here. */
@@ -131,12 +134,13 @@ export class AuditLog {
       remote: p<string | null>(3),
       file_id: p<number | null>(4),
       detail: p<string | null>(5),
+      actor: p<string | null>(6),
     });
     if (deps.dialect === 'sqlite') {
-      const insert = prepare<RowArgs, never>(db, 6, (p) => db.insertInto('audit').values(columns(p)));
+      const insert = prepare<RowArgs, never>(db, 7, (p) => db.insertInto('audit').values(columns(p)));
       this.insertRow = (args, on) => insert.insertId(args, on);
     } else {
-      const insert = prepare<RowArgs, { id: number }>(db, 6, (p) =>
+      const insert = prepare<RowArgs, { id: number }>(db, 7, (p) =>
         db.insertInto('audit').values(columns(p)).returning('id'),
       );
       this.insertRow = async (args, on) => (await insert.first(args, on))!.id;
@@ -176,7 +180,10 @@ export class AuditLog {
 
   /** Writes one row (in `db`, a transaction or the database); returns its id. */
   private insert(db: Db, row: AuditRowValues): Promise<number> {
-    return this.insertRow([row.at, row.event, row.user_name, row.remote, row.file_id, row.detail], db);
+    return this.insertRow(
+      [row.at, row.event, row.user_name, row.remote, row.file_id, row.detail, row.actor],
+      db,
+    );
   }
 
   /**
@@ -274,6 +281,7 @@ type RowArgs = [
   AuditRowValues['remote'],
   AuditRowValues['file_id'],
   AuditRowValues['detail'],
+  AuditRowValues['actor'],
 ];
 
 function rowOf(entry: AuditEntry, at: number) {
@@ -290,5 +298,6 @@ function rowOf(entry: AuditEntry, at: number) {
     remote: entry.remote ?? null,
     file_id: entry.fileId ?? null,
     detail,
+    actor: entry.actor ?? null,
   };
 }
