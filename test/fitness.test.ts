@@ -84,6 +84,7 @@ const NATIVE_IMPORTERS: Record<string, string> = {
  * A new one fails the test: pass through the owning slice's service, or list it here, one way.
  */
 const STORE_READS: Record<string, string> = {
+  'admin → notify': "the admin's outbox report lists messages and turns a failed one back to pending",
   'auth → users': 'password checks and token generations read the account row',
   'recovery → users': 'recovery and first access read and lock the account row',
   'links → files': "a link names its file's row",

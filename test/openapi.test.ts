@@ -64,6 +64,11 @@ describe('openapi.json', () => {
     assert.deepEqual(ops, [
       'DELETE /uploads/{id}',
       'DELETE /webhooks',
+      'GET /admin/audit',
+      'GET /admin/files',
+      'GET /admin/files/{id}/timeline',
+      'GET /admin/outbox',
+      'GET /admin/stats',
       'GET /auth/firstaccess',
       'GET /auth/forget',
       'GET /auth/forgetParameters',
@@ -83,6 +88,7 @@ describe('openapi.json', () => {
       'OPTIONS /uploads',
       'OPTIONS /uploads/{id}',
       'PATCH /uploads/{id}',
+      'POST /admin/outbox/{id}/retry',
       'POST /auth/changeParameters',
       'POST /auth/login',
       'POST /auth/logout',
@@ -252,7 +258,7 @@ describe('Swagger UI', { skip: browserSkip() }, () => {
       assert.ok(res?.ok());
       await opened.page.waitForSelector('.opblock-summary', { timeout: 30_000 });
       const count = await opened.page.locator('.opblock-summary').count();
-      assert.equal(count, 30);
+      assert.equal(count, 36);
       assert.ok(await opened.page.getByText('/oauth2/token').first().isVisible());
       await screenshot(opened.page, 'swagger-ui');
       assert.deepEqual(opened.cspViolations, []);

@@ -1,5 +1,6 @@
 // Composition root: builds every domain service from the config, area by area
 // (service-builders.ts). The CLI and the server share it.
+import { type AdminReports, createAdminReports } from '../features/admin/reports.js';
 import type { AuditLog } from '../features/audit/audit-log.js';
 import type { AuthService } from '../features/auth/auth-service.js';
 import type { FileService } from '../features/files/file-service.js';
@@ -75,6 +76,8 @@ export interface Services {
   metrics: Metrics;
   /** Resumable (tus) uploads. */
   uploads: UploadService;
+  /** The admin API's reports: audit search, transfers, outbox, statistics. */
+  adminReports: AdminReports;
   /** Jobs `remessa serve` runs in the background (each domain adds its own). */
   jobs: BackgroundJob[];
   close(): Promise<void>;
@@ -157,6 +160,7 @@ async function assemble(
     readiness: new Readiness({ db, blobs, clock, storeIdentity: storage.storeIdentity }),
     metrics,
     uploads,
+    adminReports: createAdminReports({ db, dialect: database.dialect, clock, audit, outbox: outbox.outbox, notify }),
     jobs,
     close: () => shutDown(core, files, notify, blobs),
   };

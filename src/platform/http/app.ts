@@ -12,6 +12,7 @@ import Fastify, {
 } from 'fastify';
 import type { Services } from '../../app/services.js';
 import { adminRoutes } from '../../features/admin/routes.js';
+import { ADMIN_REPORT_SCHEMAS } from '../../features/admin/schemas-reports.js';
 import { authRoutes } from '../../features/auth/routes.js';
 import { fileRoutes } from '../../features/files/routes.js';
 import { secureLinkRoutes } from '../../features/links/routes.js';
@@ -118,7 +119,7 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
   logEachRequest(app, services);
   addSecurityHeaders(app, config, securityHeaders);
   await registerBodyParsersAndLimits(app, services);
-  await describeApi(app, config);
+  await describeApi(app, config, ADMIN_REPORT_SCHEMAS);
   answerErrors(app);
   await serveApiDocs(app, config);
   if (opts.onResponseSent) reportResponses(app, opts.onResponseSent);
