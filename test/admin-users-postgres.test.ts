@@ -4,7 +4,7 @@
 // wildcards, usage sums and last sign-ins written through the group commit.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { admin, bearer, roleWalk, snapshot } from './helpers/admin.js';
+import { admin, bearer, restoreDemoted, roleWalk, snapshot } from './helpers/admin.js';
 import { uploadFile } from './helpers/files.js';
 import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
 import { basic, closeAll, startTestServer, type TestServer } from './helpers/server.js';
@@ -111,14 +111,7 @@ describe('admin API: accounts on PostgreSQL, two instances', { skip: available ?
         [200, 409],
         JSON.stringify(answers.map((r) => r.body)),
       );
-      const admins = await db
-        .selectFrom('users')
-        .select('name')
-        .where('role', '=', 'admin')
-        .where('enabled', '=', 1)
-        .execute();
-      assert.equal(admins.length, 1);
-      await a.server.services.users.update(admins[0]!.name === 'root' ? 'rival' : 'root', { role: 'admin' });
+      await restoreDemoted(a, ['root', 'rival']);
     }
     assert.equal((await admin(b, rival, 'DELETE', '/users/rival')).status, 200);
     const before = await snapshot(a);

@@ -8,7 +8,7 @@ import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import type { ParsedMail } from 'mailparser';
 import { isEmail, normalizeMobile, USER_NAME } from '../src/features/users/validation-rules.js';
-import { admin, adminSetup, auditRows, bearer, snapshot } from './helpers/admin.js';
+import { admin, adminSetup, auditRows, bearer, restoreDemoted, snapshot } from './helpers/admin.js';
 import { call } from './helpers/server.js';
 
 const SEED = Number(process.env['REMESSA_FUZZ_SEED'] ?? 20261127);
@@ -121,14 +121,7 @@ describe('admin API: the rules of accounts', () => {
         first === 200 && (second === 403 || second === 409),
         JSON.stringify(answers.map((r) => r.body)),
       );
-      const admins = await t.server.services.db
-        .selectFrom('users')
-        .select('name')
-        .where('role', '=', 'admin')
-        .where('enabled', '=', 1)
-        .execute();
-      assert.equal(admins.length, 1);
-      await t.server.services.users.update(admins[0]!.name === 'root' ? 'root2' : 'root', { role: 'admin' });
+      await restoreDemoted(t, ['root', 'root2']);
     }
   });
 

@@ -4,7 +4,16 @@
 // admin, first access and password reset by e-mail, and hostile input: admin-users-rules.test.ts.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { admin, adminSetup, auditRows, bearer, PASSWORDS, roleWalk, snapshot } from './helpers/admin.js';
+import {
+  ACCOUNT_FIELDS,
+  admin,
+  adminSetup,
+  auditRows,
+  bearer,
+  PASSWORDS,
+  roleWalk,
+  snapshot,
+} from './helpers/admin.js';
 import { uploadFile } from './helpers/files.js';
 import { basic, call } from './helpers/server.js';
 
@@ -74,12 +83,7 @@ describe('admin API: accounts', () => {
     assert.equal((await names('q=page&enabled=true&firstAccess=false&locked=false')).length, 6);
     const first = (await admin(t, auths.root, 'GET', '/users?q=odd')).body['users'] as Summary[];
     assert.deepEqual(Object.keys(first[0]!), [
-      'name',
-      'email',
-      'mobile',
-      'lang',
-      'role',
-      'enabled',
+      ...ACCOUNT_FIELDS,
       'locked',
       'lockedUntil',
       'firstAccess',

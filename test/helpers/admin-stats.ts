@@ -11,17 +11,9 @@ import type { TestServer } from './server.js';
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 const D0 = Date.UTC(2021, 0, 10);
-const ZERO = {
-  uploads: 0,
-  uploadBytes: 0,
-  downloads: 0,
-  downloadBytes: 0,
-  senders: 0,
-  recipients: 0,
-  failedSignIns: 0,
-  lockouts: 0,
-  notificationFailures: 0,
-};
+/** An empty bucket: the traffic counters, then the sign-in and notification ones, all zero. */
+const TRAFFIC = { uploads: 0, uploadBytes: 0, downloads: 0, downloadBytes: 0, senders: 0, recipients: 0 };
+const ZERO = { ...TRAFFIC, failedSignIns: 0, lockouts: 0, notificationFailures: 0 };
 
 type Series = ({ start: string } & typeof ZERO)[];
 

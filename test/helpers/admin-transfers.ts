@@ -162,12 +162,13 @@ async function checkTimeline(t: TestServer, auth: string, id: number, secrets: s
       source: 'outbox',
       event: 'file-link',
       detail: undefined,
-      user: 'alice',
-      remote: null,
+      // The message's state, then who sent it (no remote: the outbox does not keep one).
       channel: 'email',
       status: 'sent',
       attempts: 1,
       lastError: null,
+      user: 'alice',
+      remote: null,
     },
   );
   const download = timeline.find((e) => e.event === 'download')!;

@@ -46,6 +46,25 @@ export async function adminSetup(ctx: TestContext, opts: StartOptions = {}) {
 export const auditRows = (t: TestServer, event: string) =>
   t.server.services.db.selectFrom('audit').selectAll().where('event', '=', event).orderBy('id').execute();
 
+/** The fields every listing of an account starts with: the admin API's and `user list --json`. */
+export const ACCOUNT_FIELDS = ['name', 'email', 'mobile', 'lang', 'role', 'enabled'];
+
+/**
+ * After two admins demoted each other at once: exactly one of `pair` is still an enabled admin;
+ * the other is made admin again, for the next round.
+ */
+export async function restoreDemoted(t: TestServer, pair: [string, string]): Promise<void> {
+  const admins = await t.server.services.db
+    .selectFrom('users')
+    .select('name')
+    .where('role', '=', 'admin')
+    .where('enabled', '=', 1)
+    .execute();
+  assert.equal(admins.length, 1);
+  const [x, y] = pair;
+  await t.server.services.users.update(admins[0]!.name === x ? y : x, { role: 'admin' });
+}
+
 /** {base}/admin + `path` with `auth`; a body other than a string is sent as JSON. */
 export function admin(
   t: TestServer,

@@ -9,6 +9,7 @@ import type { OutboxRow } from '../../platform/sql/schema.js';
 import { inTransaction } from '../../platform/sql/transaction.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { NotificationService, OutboxChannel } from '../notify/notification-service.js';
+import { entryOf } from '../notify/outbox-messages.js';
 import type { OutboxStore } from '../notify/outbox-store.js';
 import { iso, type Page, pageOf, parseCursor, parseLimit } from './report-params.js';
 
@@ -104,19 +105,16 @@ export class OutboxReport {
 }
 
 function viewOf(row: Listed): OutboxMessageView {
+  const { nextAttemptAt, lastError, fileId, userName, createdAt, sentAt, lastAttemptAt, ...head } =
+    entryOf(row);
   return {
-    id: row.id,
-    channel: row.channel,
-    recipient: row.recipient,
-    kind: row.kind,
-    status: row.status,
-    attempts: row.attempts,
-    created: iso(row.created_at)!,
-    lastAttempt: iso(row.last_attempt_at),
-    nextAttempt: row.status === 'pending' ? iso(row.next_attempt_at) : null,
-    sent: iso(row.sent_at),
-    lastError: row.last_error,
-    fileId: row.file_id,
-    user: row.user_name,
+    ...head,
+    created: iso(createdAt)!,
+    lastAttempt: iso(lastAttemptAt),
+    nextAttempt: head.status === 'pending' ? iso(nextAttemptAt) : null,
+    sent: iso(sentAt),
+    lastError,
+    fileId,
+    user: userName,
   };
 }

@@ -3,10 +3,9 @@
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { type TSchema, Type } from 'typebox';
-import { currentUser } from '../../platform/http/auth-hooks.js';
-import { successEnvelope } from '../../platform/http/presenters.js';
-import { BASIC_OR_BEARER, errors, success, successExample } from '../../platform/http/schemas.js';
+import { success, successExample } from '../../platform/http/schemas.js';
 import { AUDIT_CSV_HEADER } from './audit-report.js';
+import { adminSchema, readErrors, sendUncached } from './routes-shared.js';
 
 const HANDLER = 'handlerAdminAudit';
 const text = (maxLength: number, description?: string) =>
@@ -58,37 +57,32 @@ export const auditRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/audit',
     {
-      schema: {
-        tags: ['admin'],
-        summary: '(ext) Search the audit trail, newest first; `format=csv` exports the whole search',
-        security: BASIC_OR_BEARER,
-        querystring: AuditQuery,
-        response: {
-          200: {
-            description: 'A page of entries, or (format=csv) the whole search as CSV.',
-            content: {
-              'application/json': {
-                // Not inferred as the reply's type: the CSV answer is a stream.
-                schema: AuditPage as TSchema,
-                example: successExample(HANDLER, 'admin', { entries: [entryExample], next: '4711' }),
-              },
-              'text/csv': {
-                schema: Type.String({ description: 'RFC 4180, header row, CRLF line ends, UTF-8.' }),
-                example: csvExample,
+      schema: adminSchema(
+        '(ext) Search the audit trail, newest first; `format=csv` exports the whole search',
+        {
+          querystring: AuditQuery,
+          response: {
+            200: {
+              description: 'A page of entries, or (format=csv) the whole search as CSV.',
+              content: {
+                'application/json': {
+                  // Not inferred as the reply's type: the CSV answer is a stream.
+                  schema: AuditPage as TSchema,
+                  example: successExample(HANDLER, 'admin', { entries: [entryExample], next: '4711' }),
+                },
+                'text/csv': {
+                  schema: Type.String({ description: 'RFC 4180, header row, CRLF line ends, UTF-8.' }),
+                  example: csvExample,
+                },
               },
             },
+            ...readErrors('A parameter that is not one (a bad date, limit or cursor).'),
           },
-          ...errors({
-            400: 'A parameter that is not one (a bad date, limit or cursor).',
-            401: 'No or wrong credentials.',
-            403: 'Not an auditor or admin.',
-          }),
         },
-      },
+      ),
     },
     async (request, reply) => {
       const { format, limit, cursor, ...filter } = request.query;
-      const acting = currentUser(request).name;
       if (format === 'csv') {
         // Checked before the first byte: a bad query is a 400, not a cut stream.
         const lines = audit.csv(filter);
@@ -99,9 +93,7 @@ export const auditRoutes: FastifyPluginAsyncTypebox = async (app) => {
           .send(Readable.from(lines, { objectMode: false }));
       }
       const page = await audit.list({ ...filter, limit, cursor });
-      return reply
-        .header('Cache-Control', 'no-store')
-        .send(successEnvelope(HANDLER, acting, { entries: page.items, next: page.next }));
+      return sendUncached(HANDLER, request, reply, { entries: page.items, next: page.next });
     },
   );
 };

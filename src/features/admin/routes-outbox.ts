@@ -4,9 +4,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { currentUser } from '../../platform/http/auth-hooks.js';
-import { successEnvelope } from '../../platform/http/presenters.js';
-import { BASIC_OR_BEARER, errors, jsonOf, success, successExample } from '../../platform/http/schemas.js';
+import { errors, jsonOf, success, successExample } from '../../platform/http/schemas.js';
 import { OUTBOX_CHANNELS, OUTBOX_STATUSES } from './outbox-report.js';
+import { adminSchema, readErrors, sendUncached } from './routes-shared.js';
 
 const HANDLER = 'handlerAdminOutbox';
 const literals = (values: readonly string[]) => Type.Union(values.map((v) => Type.Literal(v)));
@@ -52,10 +52,7 @@ export const outboxRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/outbox',
     {
-      schema: {
-        tags: ['admin'],
-        summary: '(ext) Outbox messages, newest first, without their text',
-        security: BASIC_OR_BEARER,
+      schema: adminSchema('(ext) Outbox messages, newest first, without their text', {
         querystring: OutboxQuery,
         response: {
           200: jsonOf(
@@ -63,29 +60,20 @@ export const outboxRoutes: FastifyPluginAsyncTypebox = async (app) => {
             'A page of messages.',
             successExample(HANDLER, 'admin', { messages: [messageExample], next: '9' }),
           ),
-          ...errors({
-            400: 'A parameter that is not one (status, channel, limit, cursor).',
-            401: 'No or wrong credentials.',
-            403: 'Not an auditor or admin.',
-          }),
+          ...readErrors('A parameter that is not one (status, channel, limit, cursor).'),
         },
-      },
+      }),
     },
     async (request, reply) => {
       const page = await outbox.list(request.query);
-      return reply
-        .header('Cache-Control', 'no-store')
-        .send(successEnvelope(HANDLER, currentUser(request).name, { messages: page.items, next: page.next }));
+      return sendUncached(HANDLER, request, reply, { messages: page.items, next: page.next });
     },
   );
 
   app.post(
     '/outbox/:id/retry',
     {
-      schema: {
-        tags: ['admin'],
-        summary: '(ext) Send a failed message again (once, on whichever instance claims it)',
-        security: BASIC_OR_BEARER,
+      schema: adminSchema('(ext) Send a failed message again (once, on whichever instance claims it)', {
         params: Type.Object({ id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }) }),
         response: {
           200: jsonOf(
@@ -100,13 +88,11 @@ export const outboxRoutes: FastifyPluginAsyncTypebox = async (app) => {
             409: 'The message is not failed (pending, sent, logged, or retried already).',
           }),
         },
-      },
+      }),
     },
     async (request, reply) => {
       const message = await outbox.retry(request.params.id, currentUser(request).name, request.ip ?? null);
-      return reply
-        .header('Cache-Control', 'no-store')
-        .send(successEnvelope(HANDLER, currentUser(request).name, { message }));
+      return sendUncached(HANDLER, request, reply, { message });
     },
   );
 };

@@ -3,9 +3,8 @@
 // "Statistics"). Behind the admin plugin's role check.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { currentUser } from '../../platform/http/auth-hooks.js';
-import { successEnvelope } from '../../platform/http/presenters.js';
-import { BASIC_OR_BEARER, errors, jsonOf, success, successExample } from '../../platform/http/schemas.js';
+import { jsonOf, success, successExample } from '../../platform/http/schemas.js';
+import { adminSchema, readErrors, sendUncached } from './routes-shared.js';
 import { MAX_BUCKETS } from './stats-report.js';
 
 const HANDLER = 'handlerAdminStats';
@@ -61,10 +60,7 @@ export const statsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/stats',
     {
-      schema: {
-        tags: ['admin'],
-        summary: '(ext) Activity per hour or day, and totals',
-        security: BASIC_OR_BEARER,
+      schema: adminSchema('(ext) Activity per hour or day, and totals', {
         querystring: StatsQuery,
         response: {
           200: jsonOf(
@@ -78,19 +74,13 @@ export const statsRoutes: FastifyPluginAsyncTypebox = async (app) => {
               totals: { users: 250, files: 5120, bytes: 412_316_860_416 },
             }),
           ),
-          ...errors({
-            400: `A bad date or bucket, from not before to, or more than ${MAX_BUCKETS} buckets.`,
-            401: 'No or wrong credentials.',
-            403: 'Not an auditor or admin.',
-          }),
+          ...readErrors(`A bad date or bucket, from not before to, or more than ${MAX_BUCKETS} buckets.`),
         },
-      },
+      }),
     },
     async (request, reply) => {
       const view = await stats.stats(request.query);
-      return reply
-        .header('Cache-Control', 'no-store')
-        .send(successEnvelope(HANDLER, currentUser(request).name, view));
+      return sendUncached(HANDLER, request, reply, view);
     },
   );
 };

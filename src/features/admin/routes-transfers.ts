@@ -2,9 +2,8 @@
 // purged, and one file's story (docs/admin.md, "Transfers"). Behind the admin plugin's role check.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { currentUser } from '../../platform/http/auth-hooks.js';
-import { successEnvelope } from '../../platform/http/presenters.js';
-import { BASIC_OR_BEARER, errors, jsonOf, success, successExample } from '../../platform/http/schemas.js';
+import { errors, jsonOf, success, successExample } from '../../platform/http/schemas.js';
+import { adminSchema, readErrors as reportErrors, sendUncached } from './routes-shared.js';
 
 const HANDLER = 'handlerAdminFiles';
 const text = (maxLength: number, description: string) =>
@@ -80,11 +79,7 @@ const timelineExample = [
   },
 ];
 
-const readErrors = errors({
-  400: 'A parameter that is not one (a bad date, state, limit or cursor).',
-  401: 'No or wrong credentials.',
-  403: 'Not an auditor or admin.',
-});
+const readErrors = reportErrors('A parameter that is not one (a bad date, state, limit or cursor).');
 
 export const transferRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { transfers } = app.services.adminReports;
@@ -92,10 +87,7 @@ export const transferRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/files',
     {
-      schema: {
-        tags: ['admin'],
-        summary: '(ext) Every file uploaded, held or purged, newest first',
-        security: BASIC_OR_BEARER,
+      schema: adminSchema('(ext) Every file uploaded, held or purged, newest first', {
         querystring: FilesQuery,
         response: {
           200: jsonOf(
@@ -105,23 +97,18 @@ export const transferRoutes: FastifyPluginAsyncTypebox = async (app) => {
           ),
           ...readErrors,
         },
-      },
+      }),
     },
     async (request, reply) => {
       const page = await transfers.list(request.query);
-      return reply
-        .header('Cache-Control', 'no-store')
-        .send(successEnvelope(HANDLER, currentUser(request).name, { files: page.items, next: page.next }));
+      return sendUncached(HANDLER, request, reply, { files: page.items, next: page.next });
     },
   );
 
   app.get(
     '/files/:id/timeline',
     {
-      schema: {
-        tags: ['admin'],
-        summary: "(ext) A file's story: upload, messages, PINs, downloads, retirement, purge",
-        security: BASIC_OR_BEARER,
+      schema: adminSchema("(ext) A file's story: upload, messages, PINs, downloads, retirement, purge", {
         params: Type.Object({ id: Type.Integer({ minimum: 1, description: 'The file id.' }) }),
         response: {
           200: jsonOf(
@@ -132,13 +119,11 @@ export const transferRoutes: FastifyPluginAsyncTypebox = async (app) => {
           ...readErrors,
           ...errors({ 404: 'No file with this id was ever uploaded.' }),
         },
-      },
+      }),
     },
     async (request, reply) => {
       const story = await transfers.timeline(request.params.id);
-      return reply
-        .header('Cache-Control', 'no-store')
-        .send(successEnvelope(HANDLER, currentUser(request).name, story));
+      return sendUncached(HANDLER, request, reply, story);
     },
   );
 };

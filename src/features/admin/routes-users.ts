@@ -8,11 +8,11 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { currentUser } from '../../platform/http/auth-hooks.js';
 import { badRequest } from '../../platform/http/http-error.js';
-import { successEnvelope } from '../../platform/http/presenters.js';
 import { BASIC_OR_BEARER, errors, json, successExample } from '../../platform/http/schemas.js';
 import type { UserRow } from '../../platform/sql/schema.js';
 import { roleOf } from '../users/roles.js';
 import type { ChangedBy } from '../users/user-service.js';
+import { sendUncached } from './routes-shared.js';
 import { ADMIN_USERS_HANDLER } from './schemas-users.js';
 import { PAGE_LIMITS, type UserAdminService } from './user-admin-service.js';
 
@@ -130,9 +130,7 @@ const by = (request: FastifyRequest): ChangedBy => ({
 });
 
 const send = (request: FastifyRequest, reply: FastifyReply, extra: object) =>
-  reply
-    .header('Cache-Control', 'no-store')
-    .send(successEnvelope(ADMIN_USERS_HANDLER, currentUser(request).name, extra));
+  sendUncached(ADMIN_USERS_HANDLER, request, reply, extra);
 
 export const adminUserRoutes: FastifyPluginAsyncTypebox = async (app) => {
   readRoutes(app);

@@ -7,6 +7,7 @@ import { detailOf, iso, type Page, pageOf, parseCursor, parseLimit, parseRange }
 import type {
   FileEventRow,
   TransferFilter,
+  TransferIdentity,
   TransferRow,
   TransferState,
   TransferStore,
@@ -31,14 +32,7 @@ export interface RecipientView {
   downloads: number;
 }
 
-export interface TransferView {
-  id: number;
-  name: string | null;
-  size: number | null;
-  sha256: string | null;
-  state: TransferState;
-  owner: string | null;
-  sender: string | null;
+export interface TransferView extends TransferIdentity {
   created: string | null;
   expires: string | null;
   retired: string | null;

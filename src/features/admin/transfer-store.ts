@@ -22,8 +22,8 @@ export interface TransferFilter {
   to?: number;
 }
 
-/** A file as the report lists it, whichever source it comes from. */
-export interface TransferRow {
+/** What names a file in the report, as read and as answered alike. */
+export interface TransferIdentity {
   id: number;
   name: string | null;
   size: number | null;
@@ -31,6 +31,10 @@ export interface TransferRow {
   state: TransferState;
   owner: string | null;
   sender: string | null;
+}
+
+/** A file as the report lists it, whichever source it comes from. */
+export interface TransferRow extends TransferIdentity {
   created: number | null;
   expires: number | null;
   retired: number | null;

@@ -102,7 +102,8 @@ function scrub(text: string, vars: Record<string, string>): string {
   return out;
 }
 
-export function entryOf(row: OutboxRow): OutboxEntry {
+/** A row as the outbox lists it (its payload, sealed, is not needed). */
+export function entryOf(row: Omit<OutboxRow, 'payload'>): OutboxEntry {
   return {
     id: row.id,
     channel: row.channel,
