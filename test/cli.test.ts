@@ -376,6 +376,7 @@ describe('remessa CLI', () => {
         'remote',
         'file_id',
         'detail',
+        'actor',
         'time',
       ]);
       assert.equal(e['remote'], '127.0.0.1');

@@ -1,8 +1,11 @@
-// The one configuration module: every REMESSA_* setting is read, validated and defaulted here.
-// An optional JSON file (REMESSA_CONFIG) may hold the same keys; the environment wins over it.
-import { readFileSync } from 'node:fs';
+// The one configuration module: every REMESSA_* setting is read, validated and defaulted here
+// (config-reader.ts reads and checks each value). An optional JSON file (REMESSA_CONFIG) may hold
+// the same keys; the environment wins over it.
 import { isIP } from 'node:net';
 import path from 'node:path';
+import { ConfigError, loadFileSource, parseSize, Reader, type Source } from './config-reader.js';
+
+export { ConfigError };
 
 export type Lang = 'pt' | 'en' | 'es';
 export const LANGS: readonly Lang[] = ['pt', 'en', 'es'];
@@ -122,8 +125,6 @@ export interface S3Config {
   secretAccessKey: string | null;
 }
 
-export class ConfigError extends Error {}
-
 function s3Config(r: Reader): S3Config {
   const bucket = r.optional('REMESSA_S3_BUCKET');
   if (!bucket) throw new ConfigError('REMESSA_STORAGE=s3 needs REMESSA_S3_BUCKET');
@@ -152,78 +153,6 @@ function s3Config(r: Reader): S3Config {
     accessKeyId,
     secretAccessKey,
   };
-}
-
-type Source = Record<string, string | undefined>;
-
-function loadFileSource(env: Source): Source {
-  const file = env['REMESSA_CONFIG'];
-  if (!file) return {};
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(readFileSync(file, 'utf8'));
-  } catch (err) {
-    throw new ConfigError(`REMESSA_CONFIG: cannot read ${file}: ${(err as Error).message}`);
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw new ConfigError(`REMESSA_CONFIG: ${file} must hold a JSON object of REMESSA_* keys`);
-  }
-  const out: Source = {};
-  for (const [k, v] of Object.entries(parsed)) out[k] = v === null ? undefined : String(v);
-  return out;
-}
-
-class Reader {
-  constructor(private readonly src: Source) {}
-
-  str(name: string, def: string): string {
-    const v = this.src[name];
-    return v === undefined || v === '' ? def : v;
-  }
-
-  optional(name: string): string | null {
-    const v = this.src[name];
-    return v === undefined || v === '' ? null : v;
-  }
-
-  int(name: string, def: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
-    const raw = this.src[name];
-    if (raw === undefined || raw === '') return def;
-    if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be a whole number, got "${raw}"`);
-    const n = Number(raw.trim());
-    if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
-    return n;
-  }
-
-  bool(name: string, def: boolean): boolean {
-    const raw = this.src[name];
-    if (raw === undefined || raw === '') return def;
-    const v = raw.trim().toLowerCase();
-    if (['1', 'true', 'yes', 'on'].includes(v)) return true;
-    if (['0', 'false', 'no', 'off'].includes(v)) return false;
-    throw new ConfigError(`${name} must be true or false, got "${raw}"`);
-  }
-
-  oneOf<T extends string>(name: string, allowed: readonly T[], def: T): T {
-    const v = this.str(name, def);
-    if (!(allowed as readonly string[]).includes(v)) {
-      throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got "${v}"`);
-    }
-    return v as T;
-  }
-}
-
-/** Size with an optional unit: 1073741824, 1GiB, 500MB, 10k. */
-function parseSize(name: string, raw: string, min = 1, max = Number.MAX_SAFE_INTEGER): number {
-  const m = /^(\d+)\s*([kmgt]?i?b?)?$/i.exec(raw.trim());
-  if (!m) throw new ConfigError(`${name} must be a size such as 1073741824 or 1GiB, got "${raw}"`);
-  const unit = (m[2] ?? '').toLowerCase().replace(/i?b$/, '');
-  const mult = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 }[unit];
-  if (mult === undefined) throw new ConfigError(`${name}: unknown unit in "${raw}"`);
-  const n = Number(m[1]) * mult;
-  if (n < min) throw new ConfigError(`${name} must be at least ${min} byte${min === 1 ? '' : 's'}`);
-  if (n > max) throw new ConfigError(`${name} must be at most ${max} bytes`);
-  return n;
 }
 
 function parseBaseUrl(raw: string): { baseUrl: string; apiPath: string; portalPath: string } {
@@ -283,6 +212,52 @@ export function loadConfig(env: Source = process.env): Config {
   const { baseUrl, apiPath, portalPath } = parseBaseUrl(
     r.str('REMESSA_BASE_URL', `http://localhost:${port}/v1`),
   );
+  const checked = checkedSettings(r);
+  return {
+    port,
+    host: r.str('REMESSA_HOST', '0.0.0.0'),
+    baseUrl,
+    apiPath,
+    portalPath,
+    dataDir: path.resolve(r.str('REMESSA_DATA_DIR', './data')),
+    lang: r.oneOf('REMESSA_LANG', LANGS, 'pt'),
+    secret: checked.secret,
+    previousSecret: checked.previousSecret,
+    databaseUrl: checked.databaseUrl,
+    connectTimeoutSeconds: r.int('REMESSA_CONNECT_TIMEOUT_SECONDS', 5, 1, 3600),
+    backendTimeoutSeconds: r.int('REMESSA_BACKEND_TIMEOUT_SECONDS', 30, 1, 3600),
+    tokenSeconds: r.int('REMESSA_TOKEN_SECONDS', 3600, 1),
+    lockoutAttempts: r.int('REMESSA_LOCKOUT_ATTEMPTS', 5, 1),
+    lockoutSeconds: r.int('REMESSA_LOCKOUT_SECONDS', 900, 1),
+    passwordMinLength: r.int('REMESSA_PASSWORD_MIN_LENGTH', 8, 1, 1024),
+    linkDays: r.int('REMESSA_LINK_DAYS', 7, 1),
+    backupDays: r.int('REMESSA_BACKUP_DAYS', 30, 0),
+    retireOnDownload: r.bool('REMESSA_RETIRE_ON_DOWNLOAD', false),
+    ...storageSettings(r, checked),
+    ...notifySettings(r, checked),
+    ...limitSettings(r, checked.trustProxy),
+  };
+}
+
+/** The settings checked against each other, or with a rule of their own, before the rest are read. */
+interface Checked
+  extends Pick<
+    Config,
+    | 'smsProvider'
+    | 'smsUrl'
+    | 'smtpUrl'
+    | 'databaseUrl'
+    | 'secret'
+    | 'previousSecret'
+    | 'webhookUrl'
+    | 'webhookSecret'
+    | 'trustProxy'
+    | 'storage'
+  > {
+  maxFileSizeRaw: string | null;
+}
+
+function checkedSettings(r: Reader): Checked {
   const smsProvider = r.optional('REMESSA_SMS_PROVIDER');
   if (smsProvider !== null && smsProvider !== 'twilio' && smsProvider !== 'webhook') {
     throw new ConfigError(`REMESSA_SMS_PROVIDER must be twilio or webhook, got "${smsProvider}"`);
@@ -312,27 +287,24 @@ export function loadConfig(env: Source = process.env): Config {
   }
   const trustProxy = parseTrustProxy(r.optional('REMESSA_TRUST_PROXY'));
   const storage = r.oneOf('REMESSA_STORAGE', ['local', 's3'] as const, 'local');
-
   return {
-    port,
-    host: r.str('REMESSA_HOST', '0.0.0.0'),
-    baseUrl,
-    apiPath,
-    portalPath,
-    dataDir: path.resolve(r.str('REMESSA_DATA_DIR', './data')),
-    lang: r.oneOf('REMESSA_LANG', LANGS, 'pt'),
+    smsProvider,
+    smsUrl,
+    smtpUrl,
+    databaseUrl,
     secret,
     previousSecret,
-    databaseUrl,
-    connectTimeoutSeconds: r.int('REMESSA_CONNECT_TIMEOUT_SECONDS', 5, 1, 3600),
-    backendTimeoutSeconds: r.int('REMESSA_BACKEND_TIMEOUT_SECONDS', 30, 1, 3600),
-    tokenSeconds: r.int('REMESSA_TOKEN_SECONDS', 3600, 1),
-    lockoutAttempts: r.int('REMESSA_LOCKOUT_ATTEMPTS', 5, 1),
-    lockoutSeconds: r.int('REMESSA_LOCKOUT_SECONDS', 900, 1),
-    passwordMinLength: r.int('REMESSA_PASSWORD_MIN_LENGTH', 8, 1, 1024),
-    linkDays: r.int('REMESSA_LINK_DAYS', 7, 1),
-    backupDays: r.int('REMESSA_BACKUP_DAYS', 30, 0),
-    retireOnDownload: r.bool('REMESSA_RETIRE_ON_DOWNLOAD', false),
+    maxFileSizeRaw,
+    webhookUrl,
+    webhookSecret,
+    trustProxy,
+    storage,
+  };
+}
+
+/** Where files live, how they are checked and served, and how long they and tus uploads last. */
+function storageSettings(r: Reader, { maxFileSizeRaw, storage }: Checked) {
+  return {
     maxFileSize: maxFileSizeRaw ? parseSize('REMESSA_MAX_FILE_SIZE', maxFileSizeRaw) : 1024 ** 3,
     inlineMaxBytes: parseSize(
       'REMESSA_INLINE_MAX_SIZE',
@@ -349,6 +321,12 @@ export function loadConfig(env: Source = process.env): Config {
     sweepSeconds: r.int('REMESSA_SWEEP_SECONDS', 60, 1),
     uploadExpiryHours: r.int('REMESSA_UPLOAD_EXPIRY_HOURS', 24, 1),
     uploadMaxOpen: r.int('REMESSA_UPLOAD_MAX_OPEN', 20, 1),
+  };
+}
+
+/** Notifications (e-mail, SMS) and webhooks. */
+function notifySettings(r: Reader, { smtpUrl, smsProvider, smsUrl, webhookUrl, webhookSecret }: Checked) {
+  return {
     recipientPin: r.bool('REMESSA_RECIPIENT_PIN', true),
     pinSeconds: r.int('REMESSA_PIN_SECONDS', 180, 10),
     notifyRetrySeconds: r.int('REMESSA_NOTIFY_RETRY_SECONDS', 5, 0),
@@ -367,6 +345,12 @@ export function loadConfig(env: Source = process.env): Config {
     webhookSecret,
     webhookAllowPrivate: r.bool('REMESSA_WEBHOOK_ALLOW_PRIVATE', false),
     webhookMaxAttempts: r.int('REMESSA_WEBHOOK_MAX_ATTEMPTS', 15, 1, 100),
+  };
+}
+
+/** Logging, proxies, time and concurrency limits of requests, and the metrics listener. */
+function limitSettings(r: Reader, trustProxy: Config['trustProxy']) {
+  return {
     logLevel: r.oneOf(
       'REMESSA_LOG_LEVEL',
       ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const,

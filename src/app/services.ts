@@ -1,45 +1,42 @@
-// Composition root: builds every domain service from the config. The CLI and the server share it.
-import { AuditLog } from '../features/audit/audit-log.js';
-import { AuthService } from '../features/auth/auth-service.js';
-import { RevokedTokenStore } from '../features/auth/revoked-token-store.js';
-import { FileService } from '../features/files/file-service.js';
-import { FileStore } from '../features/files/file-store.js';
+// Composition root: builds every domain service from the config, area by area
+// (service-builders.ts). The CLI and the server share it.
+import type { AuditLog } from '../features/audit/audit-log.js';
+import type { AuthService } from '../features/auth/auth-service.js';
+import type { FileService } from '../features/files/file-service.js';
 import { FileSweeper } from '../features/files/lifecycle.js';
-import { LinkStore } from '../features/links/link-store.js';
-import { RecipientNotifier } from '../features/links/recipients.js';
-import { SecureLinks } from '../features/links/secure-links.js';
-import { DeliveryTracker } from '../features/links/tracking.js';
-import { NotificationService } from '../features/notify/notification-service.js';
-import { OutboxStore } from '../features/notify/outbox-store.js';
-import { Templates } from '../features/notify/templates.js';
-import { transportsFrom } from '../features/notify/transports.js';
-import { Metrics } from '../features/ops/metrics.js';
+import type { RecipientNotifier } from '../features/links/recipients.js';
+import type { SecureLinks } from '../features/links/secure-links.js';
+import type { DeliveryTracker } from '../features/links/tracking.js';
+import type { NotificationService } from '../features/notify/notification-service.js';
+import type { Metrics } from '../features/ops/metrics.js';
 import { Readiness } from '../features/ops/readiness.js';
-import { ChangeTokenStore } from '../features/recovery/change-token-store.js';
-import { RecoveryService } from '../features/recovery/recovery-service.js';
-import { UploadService } from '../features/uploads/upload-service.js';
-import { catalogOf, UploadStore } from '../features/uploads/upload-store.js';
-import { UserService } from '../features/users/user-service.js';
-import { UserStore } from '../features/users/user-store.js';
-import { WebhookService } from '../features/webhooks/webhook-service.js';
-import { WebhookStore } from '../features/webhooks/webhook-store.js';
-import { WebhookTransport } from '../features/webhooks/webhook-transport.js';
+import type { RecoveryService } from '../features/recovery/recovery-service.js';
+import type { UploadService } from '../features/uploads/upload-service.js';
+import type { UserService } from '../features/users/user-service.js';
+import type { WebhookService } from '../features/webhooks/webhook-service.js';
 import type { BlobStore } from '../platform/blobs/blob-store.js';
-import { createBlobStore } from '../platform/blobs/blob-stores.js';
-import { BlobWriter } from '../platform/blobs/blob-writer.js';
-import { IntentStore } from '../platform/blobs/intent-store.js';
-import { StorageReconciler } from '../platform/blobs/reconciler.js';
-import { ensureStoreIdentity } from '../platform/blobs/store-identity.js';
+import type { StorageReconciler } from '../platform/blobs/reconciler.js';
 import { type Clock, systemClock } from '../platform/clock.js';
 import { isUnavailable, unavailableFor } from '../platform/errors.js';
 import { failureText } from '../platform/http/error-mapping.js';
 import type { Logger } from '../platform/logger.js';
-import { Keys, loadOrCreateSecret } from '../platform/security/keys.js';
-import { RateCounter } from '../platform/security/rate-counter.js';
+import type { Keys } from '../platform/security/keys.js';
+import type { RateCounter } from '../platform/security/rate-counter.js';
 import { type Db, type OpenDatabase, openDatabase, postgresAddress } from '../platform/sql/database.js';
 import type { Dialect } from '../platform/sql/migrations.js';
 import type { BackgroundJob } from '../platform/worker.js';
 import type { Config } from './config.js';
+import {
+  type Accounts,
+  buildAccounts,
+  buildCore,
+  buildMessaging,
+  buildOutbox,
+  buildStorage,
+  buildUploads,
+  type Core,
+  type Storage,
+} from './service-builders.js';
 
 /** How long shutdown waits for a last try at downloads' bookkeeping (FileService.retryBookkeeping). */
 const SHUTDOWN_RETRY_MS = 5000;
@@ -129,156 +126,51 @@ async function assemble(
   opts: ServiceOptions,
   database: OpenDatabase,
 ): Promise<Services> {
-  const clock = opts.clock ?? systemClock;
-  const { db } = database;
-  const keys = new Keys(loadOrCreateSecret(config.dataDir, config.secret), config.previousSecret);
-  const audit = new AuditLog({
+  const core = buildCore(config, log, opts.clock ?? systemClock, database);
+  const accounts = buildAccounts(core);
+  // The audit log has always named a failed upload by its HTTP answer ("413 file larger …").
+  const storage = await buildStorage(core, accounts, opts.blobStore, failureText);
+  const outbox = buildOutbox(core, opts.startWorkers !== false);
+  const messaging = buildMessaging(core, accounts, storage, outbox);
+  const uploads = buildUploads(core, accounts, storage);
+  const jobs = backgroundJobs(core, accounts, storage, outbox.notify, uploads);
+  const { clock, db, keys, audit, metrics } = core;
+  const { users, auth, rateCounter } = accounts;
+  const { blobs, reconciler, files } = storage;
+  const { notify } = outbox;
+  return {
+    config,
+    log,
+    clock,
     db,
     dialect: database.dialect,
-    clock,
-    commits: database.commits,
-    appends: database.appends,
-  });
-  const metrics = new Metrics({ db, clock, poolStats: database.poolStats });
-  audit.observe((entry) => metrics.onAudit(entry));
-  const userStore = new UserStore(db);
-  const users = new UserService(userStore, audit, clock, {
-    defaultLang: config.lang,
-    passwordMinLength: config.passwordMinLength,
-  });
-  const auth = new AuthService({
-    users: userStore,
-    revoked: new RevokedTokenStore(db),
-    audit,
     keys,
-    clock,
-    opts: config,
-  });
-  const rateCounter = new RateCounter(db, clock);
-  const blobs = opts.blobStore ?? (await createBlobStore(config));
-  log.info({ storage: blobs.description }, `checking the file store: ${blobs.description}`);
-  await blobs.open();
-  const storeIdentity = await ensureStoreIdentity(db, blobs);
-  const fileStore = new FileStore(db, database.dialect);
-  const linkStore = new LinkStore(db);
-  const intents = new IntentStore(db, database.commits);
-  const uploadStore = new UploadStore(db);
-  // tus uploads' chunks are owned by their rows as files' blobs are by theirs.
-  const writer = new BlobWriter(blobs, intents, clock, config.inlineMaxBytes);
-  const reconciler = new StorageReconciler({
-    store: blobs,
-    intents,
-    catalog: catalogOf(fileStore, uploadStore),
-    clock,
-    log,
-    writer,
-  });
-  await reconciler.reconcile();
-  const files = new FileService({
-    db,
-    store: fileStore,
-    writer,
     audit,
     users,
-    keys,
-    clock,
-    config,
-    commits: database.commits,
-    // The audit log has always named a failed upload by its HTTP answer ("413 file larger …").
-    describeFailure: failureText,
-  });
-  const webhookStore = new WebhookStore(db);
-  const webhookTransport = new WebhookTransport(webhookStore, keys, clock, {
-    global:
-      config.webhookUrl && config.webhookSecret
-        ? { url: config.webhookUrl, secret: config.webhookSecret }
-        : null,
-    allowPrivate: config.webhookAllowPrivate,
-  });
-  const outbox = new OutboxStore(db);
-  const notify = new NotificationService({
-    db,
-    store: outbox,
-    keys,
-    clock,
-    audit,
-    log,
-    templates: new Templates(config.templatesDir),
-    transports: { ...transportsFrom(config), webhook: webhookTransport },
-    opts: {
-      retry: {
-        retrySeconds: config.notifyRetrySeconds,
-        maxAttempts: config.notifyMaxAttempts,
-        retryHours: config.notifyRetryHours,
-        webhookMaxAttempts: config.webhookMaxAttempts,
-      },
-      autoKick: opts.startWorkers !== false,
-    },
-  });
-  const recovery = new RecoveryService({
-    db,
-    tokens: new ChangeTokenStore(db),
-    users,
-    userStore,
+    auth,
     rateCounter,
-    audit,
-    keys,
-    clock,
-    notify,
-    opts: { baseUrl: config.baseUrl, defaultLang: config.lang, pinSeconds: config.pinSeconds },
-  });
-  // Upload recipients (links + 'file-link' messages) and the sender's download confirmation.
-  const recipients = new RecipientNotifier({
-    db,
-    files,
-    store: fileStore,
-    links: linkStore,
-    outbox,
-    notify,
-    users,
-    audit,
-    clock,
-    keys,
-    config,
-  });
-  recipients.register();
-  const tracking = new DeliveryTracker(db, fileStore, linkStore, outbox);
-  const webhooks = new WebhookService({ store: webhookStore, notify, keys, clock, config, links: linkStore });
-  audit.tap((trx, entry, at) => webhooks.onAudit(trx, entry, at));
-  const secureLinks = new SecureLinks({
-    db,
-    links: linkStore,
-    files,
-    users,
-    notify,
-    audit,
-    keys,
-    clock,
-    config,
-  });
-  const uploads = new UploadService({
-    db,
-    store: uploadStore,
-    files,
-    fileStore,
-    writer,
     blobs,
-    intents,
-    users,
-    keys,
-    clock,
-    log,
-    config,
-  });
-  const logDroppedBookkeeping = () => {
-    const dropped = files.takeDropped();
-    if (dropped)
-      log.error(
-        { dropped },
-        'downloads whose bookkeeping is given up (their audit rows keep saying outcome unknown)',
-      );
+    reconciler,
+    files,
+    notify,
+    ...messaging,
+    readiness: new Readiness({ db, blobs, clock, storeIdentity: storage.storeIdentity }),
+    metrics,
+    uploads,
+    jobs,
+    close: () => shutDown(core, files, notify, blobs),
   };
-  const jobs: BackgroundJob[] = [
+}
+
+/** The jobs `remessa serve` runs, each counted by the metrics. */
+function backgroundJobs(
+  { config, log, clock, audit, metrics }: Core,
+  { auth, rateCounter }: Accounts,
+  { files, fileStore, blobs, reconciler }: Storage,
+  notify: NotificationService,
+  uploads: UploadService,
+): BackgroundJob[] {
+  return [
     {
       name: 'upload-sweeper',
       intervalMs: config.sweepSeconds * 1000,
@@ -293,7 +185,7 @@ async function assemble(
       run: async () => {
         const waiting = await files.retryBookkeeping();
         if (waiting) log.warn({ waiting }, 'downloads whose bookkeeping waits for the database');
-        logDroppedBookkeeping();
+        logDroppedBookkeeping(files, log);
       },
     },
     { name: 'prune-revoked-tokens', intervalMs: 60 * 60 * 1000, run: () => auth.pruneRevoked() },
@@ -310,51 +202,43 @@ async function assemble(
     }),
     ...notify.jobs(),
   ].map((job) => metrics.instrument(job));
-  return {
-    config,
-    log,
-    clock,
-    db,
-    dialect: database.dialect,
-    keys,
-    audit,
-    users,
-    auth,
-    rateCounter,
-    blobs,
-    reconciler,
-    files,
-    notify,
-    recovery,
-    secureLinks,
-    recipients,
-    tracking,
-    webhooks,
-    readiness: new Readiness({ db, blobs, clock, storeIdentity }),
-    metrics,
-    uploads,
-    jobs,
-    async close() {
-      // A last try for downloads whose bookkeeping waited for the database (what is still out of
-      // reach now stays as its audit row says: outcome unknown), for a few seconds at most: a
-      // database that accepts connections and never answers would hold the shutdown for ever.
-      let giveUp: NodeJS.Timeout | undefined;
-      const left = await Promise.race([
-        files.retryBookkeeping({ force: true }).catch(() => null),
-        new Promise<null>((resolve) => {
-          giveUp = setTimeout(() => resolve(null), SHUTDOWN_RETRY_MS);
-        }),
-      ]);
-      clearTimeout(giveUp);
-      logDroppedBookkeeping();
-      if (left !== 0)
-        log.error(
-          { left: left ?? 'unknown' },
-          'shutdown: downloads whose bookkeeping is given up (their audit rows keep saying outcome unknown)',
-        );
-      await notify.stop();
-      blobs.close?.();
-      await database.close();
-    },
-  };
+}
+
+function logDroppedBookkeeping(files: FileService, log: Logger): void {
+  const dropped = files.takeDropped();
+  if (dropped)
+    log.error(
+      { dropped },
+      'downloads whose bookkeeping is given up (their audit rows keep saying outcome unknown)',
+    );
+}
+
+/** Services.close(): the last bookkeeping, then the outbox, the blob store and the database. */
+async function shutDown(
+  core: Core,
+  files: FileService,
+  notify: NotificationService,
+  blobs: BlobStore,
+): Promise<void> {
+  const { log, database } = core;
+  // A last try for downloads whose bookkeeping waited for the database (what is still out of
+  // reach now stays as its audit row says: outcome unknown), for a few seconds at most: a
+  // database that accepts connections and never answers would hold the shutdown for ever.
+  let giveUp: NodeJS.Timeout | undefined;
+  const left = await Promise.race([
+    files.retryBookkeeping({ force: true }).catch(() => null),
+    new Promise<null>((resolve) => {
+      giveUp = setTimeout(() => resolve(null), SHUTDOWN_RETRY_MS);
+    }),
+  ]);
+  clearTimeout(giveUp);
+  logDroppedBookkeeping(files, log);
+  if (left !== 0)
+    log.error(
+      { left: left ?? 'unknown' },
+      'shutdown: downloads whose bookkeeping is given up (their audit rows keep saying outcome unknown)',
+    );
+  await notify.stop();
+  blobs.close?.();
+  await database.close();
 }

@@ -44,6 +44,81 @@ class Tally<L extends string> {
 
 const NO_LABELS = () => ({});
 
+interface MetricsDeps {
+  db: Db;
+  clock: Clock;
+  poolStats: OpenDatabase['poolStats'];
+}
+
+/** A counter fed by a Tally (counted on every request or transfer). */
+function tallied<L extends string>(
+  register: Registry[],
+  config: { name: string; help: string; labelNames?: L[] },
+): Tally<L> {
+  const tally = new Tally<L>();
+  new Counter<L>({
+    ...config,
+    registers: register,
+    collect() {
+      tally.flushInto(this);
+    },
+  });
+  return tally;
+}
+
+/** Gauges of the outbox and the database pool, read at scrape time (after the counters). */
+function registerStateGauges(register: Registry[], deps: MetricsDeps): void {
+  // Read at scrape time: one grouped count over the outbox, nothing kept in memory.
+  new Gauge({
+    name: 'remessa_outbox_messages',
+    help: 'Messages in the outbox (notifications and webhook events) by status.',
+    labelNames: ['status'],
+    registers: register,
+    async collect() {
+      const rows = await deps.db
+        .selectFrom('outbox')
+        .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
+        .groupBy('status')
+        .execute();
+      for (const status of OUTBOX_STATUSES) {
+        this.set({ status }, Number(rows.find((r) => r.status === status)?.n ?? 0));
+      }
+    },
+  });
+  new Gauge({
+    name: 'remessa_outbox_oldest_pending_age_seconds',
+    help: 'Age of the oldest message still pending, by channel (0 when none is).',
+    labelNames: ['channel'],
+    registers: register,
+    async collect() {
+      const rows = await deps.db
+        .selectFrom('outbox')
+        .select(['channel', (eb) => eb.fn.min<number>('created_at').as('oldest')])
+        .where('status', '=', 'pending')
+        .groupBy('channel')
+        .execute();
+      for (const channel of OUTBOX_CHANNELS) {
+        const oldest = rows.find((r) => r.channel === channel)?.oldest;
+        const age = oldest === null || oldest === undefined ? 0 : (deps.clock.now() - Number(oldest)) / 1000;
+        this.set({ channel }, Math.max(0, age));
+      }
+    },
+  });
+  new Gauge({
+    name: 'remessa_db_pool_connections',
+    help: 'PostgreSQL pool connections by state (total, idle, waiting clients); absent for SQLite.',
+    labelNames: ['state'],
+    registers: register,
+    collect() {
+      const s = deps.poolStats();
+      if (!s) return;
+      this.set({ state: 'total' }, s.total);
+      this.set({ state: 'idle' }, s.idle);
+      this.set({ state: 'waiting' }, s.waiting);
+    },
+  });
+}
+
 export class Metrics {
   readonly registry = new Registry();
   private readonly requests: Tally<'route' | 'method' | 'status'>;
@@ -61,22 +136,10 @@ export class Metrics {
   private readonly jobRuns: Counter<'job' | 'outcome'>;
   private readonly sweptFiles: Counter<'action'>;
 
-  constructor(deps: { db: Db; clock: Clock; poolStats: OpenDatabase['poolStats'] }) {
+  constructor(deps: MetricsDeps) {
     const register = [this.registry];
     collectDefaultMetrics({ register: this.registry });
-    /** A counter fed by a Tally (counted on every request or transfer). */
-    const tallied = <L extends string>(config: { name: string; help: string; labelNames?: L[] }) => {
-      const tally = new Tally<L>();
-      new Counter<L>({
-        ...config,
-        registers: register,
-        collect() {
-          tally.flushInto(this);
-        },
-      });
-      return tally;
-    };
-    this.requests = tallied({
+    this.requests = tallied(register, {
       name: 'remessa_http_requests_total',
       help: 'HTTP requests answered, by route template, method and status.',
       labelNames: ['route', 'method', 'status'],
@@ -88,13 +151,16 @@ export class Metrics {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
       registers: register,
     });
-    this.uploadBytes = tallied({ name: 'remessa_upload_bytes_total', help: 'Bytes of stored uploads.' });
-    this.downloadBytes = tallied({
+    this.uploadBytes = tallied(register, {
+      name: 'remessa_upload_bytes_total',
+      help: 'Bytes of stored uploads.',
+    });
+    this.downloadBytes = tallied(register, {
       name: 'remessa_download_bytes_total',
       help: 'Bytes sent by downloads (ranges and interrupted downloads count what was sent).',
     });
-    this.uploads = tallied({ name: 'remessa_uploads_total', help: 'Files stored.' });
-    this.downloads = tallied({
+    this.uploads = tallied(register, { name: 'remessa_uploads_total', help: 'Files stored.' });
+    this.downloads = tallied(register, {
       name: 'remessa_downloads_total',
       help: 'Downloads that ended, complete or not.',
       labelNames: ['complete'],
@@ -134,56 +200,7 @@ export class Metrics {
       labelNames: ['action'],
       registers: register,
     });
-    // Read at scrape time: one grouped count over the outbox, nothing kept in memory.
-    new Gauge({
-      name: 'remessa_outbox_messages',
-      help: 'Messages in the outbox (notifications and webhook events) by status.',
-      labelNames: ['status'],
-      registers: register,
-      async collect() {
-        const rows = await deps.db
-          .selectFrom('outbox')
-          .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
-          .groupBy('status')
-          .execute();
-        for (const status of OUTBOX_STATUSES) {
-          this.set({ status }, Number(rows.find((r) => r.status === status)?.n ?? 0));
-        }
-      },
-    });
-    new Gauge({
-      name: 'remessa_outbox_oldest_pending_age_seconds',
-      help: 'Age of the oldest message still pending, by channel (0 when none is).',
-      labelNames: ['channel'],
-      registers: register,
-      async collect() {
-        const rows = await deps.db
-          .selectFrom('outbox')
-          .select(['channel', (eb) => eb.fn.min<number>('created_at').as('oldest')])
-          .where('status', '=', 'pending')
-          .groupBy('channel')
-          .execute();
-        for (const channel of OUTBOX_CHANNELS) {
-          const oldest = rows.find((r) => r.channel === channel)?.oldest;
-          const age =
-            oldest === null || oldest === undefined ? 0 : (deps.clock.now() - Number(oldest)) / 1000;
-          this.set({ channel }, Math.max(0, age));
-        }
-      },
-    });
-    new Gauge({
-      name: 'remessa_db_pool_connections',
-      help: 'PostgreSQL pool connections by state (total, idle, waiting clients); absent for SQLite.',
-      labelNames: ['state'],
-      registers: register,
-      collect() {
-        const s = deps.poolStats();
-        if (!s) return;
-        this.set({ state: 'total' }, s.total);
-        this.set({ state: 'idle' }, s.idle);
-        this.set({ state: 'waiting' }, s.waiting);
-      },
-    });
+    registerStateGauges(register, deps);
   }
 
   /** `route` is the route's template (e.g. /v1/download/file), or null when no route matched. */

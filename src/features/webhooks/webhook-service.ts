@@ -3,7 +3,7 @@
 // commits or rolls back with the rows it reports (the upload's files and links, an outbox status…)
 // and nothing in the domain calls this module. Each event becomes one outbox row per
 // subscriber (channel 'webhook'); the outbox delivers them with leases (once per instance set),
-// retries with backoff and keeps them in order per subscriber and file (notification-service.ts).
+// retries with backoff and keeps them in order per subscriber and file (outbox-delivery.ts).
 // A user's subscriptions get the events about files they own or uploaded and about themselves;
 // REMESSA_WEBHOOK_URL gets every event.
 

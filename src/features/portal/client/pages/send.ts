@@ -1,41 +1,15 @@
 // Send: choose or drop files, optional destination user / recipients / message, one upload request
-// per file with its own progress bar, speed and cancel button; each result link has a copy button.
+// per file with its own progress bar, speed and cancel button; each result link has a copy button
+// (the rows: send-rows.ts).
 // Upload state lives at module level so a language switch or navigation does not lose it.
 
 import { isEmail, listItems, normalizeMobile, USER_NAME } from '../../../users/validation-rules.js';
-import {
-  ApiError,
-  errorText,
-  type FileEntry,
-  interruptedUploads,
-  type UploadHandle,
-  type UploadParams,
-  uploadFile,
-} from '../api.js';
-import { clear, field, h, nextId, notice, pageHeading, put, say } from '../dom.js';
-import { formatSize, formatSpeed } from '../format.js';
+import { ApiError, errorText, interruptedUploads, type UploadParams, uploadFile } from '../api.js';
+import { field, h, nextId, notice, pageHeading, put, say } from '../dom.js';
 import { t } from '../i18n.js';
 import type { PageContext } from '../page-context.js';
 import { touch } from '../session.js';
-
-type State = 'waiting' | 'uploading' | 'done' | 'failed' | 'cancelled';
-
-interface Upload {
-  id: string;
-  /** The Send press this upload came from: its files stay chosen until all of them are sent. */
-  batch: File[];
-  file: File;
-  params: UploadParams;
-  state: State;
-  loaded: number;
-  startedAt: number;
-  speed: number;
-  links: FileEntry[];
-  error: string;
-  handle: UploadHandle | null;
-  /** Redraws this upload's row (set while the Send page is on screen). */
-  redraw: () => void;
-}
+import { type Upload, uploadRow } from './send-rows.js';
 
 const PARALLEL = 2;
 const uploads: Upload[] = [];
@@ -69,16 +43,6 @@ function clearSentFields(params: UploadParams): void {
   for (const key of ['d', 'm', 'c', 'i'] as const)
     if (draft[key].trim() === (params[key] ?? '')) draft[key] = '';
   showDraft();
-}
-
-/** "b***@example.com (e-mail), +55*******0000 (SMS)": who the server announced the files to. */
-function notifiedList(files: FileEntry[]): string {
-  const names = files.flatMap((f) =>
-    (f.recipients ?? []).map(
-      (r) => `${r.address} (${t(r.channel === 'email' ? 'channelEmail' : 'channelSms')})`,
-    ),
-  );
-  return [...new Set(names)].join(', ');
 }
 
 function pump(): void {
@@ -129,114 +93,8 @@ function start(u: Upload): void {
     });
 }
 
-function cancel(u: Upload): void {
-  if (u.state === 'waiting') {
-    u.state = 'cancelled';
-    u.redraw();
-  } else u.handle?.abort();
-}
-
-async function copy(text: string, input: HTMLInputElement, slot: HTMLElement): Promise<void> {
-  try {
-    await navigator.clipboard.writeText(text);
-    say(slot, 'success', t('copied'));
-  } catch {
-    // Plain-http deployments have no async clipboard: select the text so the user can copy it.
-    input.focus();
-    input.select();
-    const ok = document.execCommand('copy');
-    say(slot, ok ? 'success' : 'error', t(ok ? 'copied' : 'copyFailed'));
-  }
-}
-
-function linkRow(entry: FileEntry): HTMLElement {
-  const input = h('input', { type: 'text', readonly: true, value: entry.linkURL, class: 'link' });
-  const slot = h('div', { class: 'status-slot' });
-  return h(
-    'div',
-    { class: 'link-row' },
-    field(t('linkFor', { name: entry.name }), input),
-    h(
-      'button',
-      { type: 'button', class: 'secondary', onclick: () => copy(entry.linkURL, input, slot) },
-      t('copyLink'),
-    ),
-    slot,
-  );
-}
-
-function uploadRow(u: Upload): HTMLLIElement {
-  const li = h('li', { class: 'upload' });
-  u.redraw = () => {
-    const percent =
-      u.file.size > 0
-        ? Math.min(100, Math.floor((u.loaded / u.file.size) * 100))
-        : u.state === 'done'
-          ? 100
-          : 0;
-    const progress = h('progress', {
-      max: 100,
-      value: percent,
-      'aria-label': t('progressOf', { name: u.file.name }),
-      'aria-valuetext': `${percent}%`,
-    });
-    let status: HTMLElement;
-    if (u.state === 'uploading')
-      status = h('span', { class: 'upload-status' }, t('progress', { percent, speed: formatSpeed(u.speed) }));
-    else if (u.state === 'waiting') status = h('span', { class: 'upload-status' }, t('waiting'));
-    else if (u.state === 'done') status = notice('success', t('sent'));
-    else if (u.state === 'cancelled') status = notice('info', t('cancelled'));
-    else status = notice('error', u.error);
-    const busy = u.state === 'uploading' || u.state === 'waiting';
-    clear(li);
-    put(
-      li,
-      h(
-        'div',
-        { class: 'upload-head' },
-        h('span', { class: 'upload-name' }, u.file.name),
-        h('span', { class: 'upload-size' }, formatSize(u.file.size)),
-      ),
-      progress,
-      h(
-        'div',
-        { class: 'upload-foot' },
-        status,
-        busy &&
-          h(
-            'button',
-            {
-              type: 'button',
-              class: 'secondary small',
-              'aria-label': t('cancelFile', { name: u.file.name }),
-              onclick: () => cancel(u),
-            },
-            t('cancel'),
-          ),
-      ),
-      u.state === 'done' && notifiedList(u.links)
-        ? h('p', { class: 'notified' }, t('notified', { list: notifiedList(u.links) }))
-        : null,
-      u.state === 'done' ? u.links.map(linkRow) : null,
-    );
-  };
-  // Progress events only touch the bar and the status text, so focus inside the row is kept.
-  const full = u.redraw;
-  u.redraw = () => {
-    const bar = li.querySelector('progress');
-    const statusEl = li.querySelector('.upload-status');
-    if (u.state === 'uploading' && bar && statusEl) {
-      const percent = u.file.size > 0 ? Math.min(100, Math.floor((u.loaded / u.file.size) * 100)) : 0;
-      bar.value = percent;
-      bar.setAttribute('aria-valuetext', `${percent}%`);
-      statusEl.textContent = t('progress', { percent, speed: formatSpeed(u.speed) });
-    } else full();
-  };
-  full();
-  return li;
-}
-
-export function renderSend(ctx: PageContext): void {
+/** The file input and the drop zone around it; `showChosen` writes which files are chosen. */
+function filePicker(): { input: HTMLInputElement; drop: HTMLElement; showChosen: () => void } {
   // The native picker's button speaks the browser's language, not the page's: it is visually
   // hidden (still focusable) and a translated label styled as a button opens it.
   const input = h('input', { type: 'file', multiple: true, name: 'files', id: 'files', class: 'file-input' });
@@ -285,7 +143,18 @@ export function renderSend(ctx: PageContext): void {
       showChosen();
     }
   });
+  return { input, drop, showChosen };
+}
 
+interface DraftFields {
+  d: HTMLInputElement;
+  m: HTMLInputElement;
+  c: HTMLInputElement;
+  i: HTMLTextAreaElement;
+}
+
+/** The destination, recipients and message fields, showing and keeping the draft. */
+function draftFields(): DraftFields {
   const d = h('input', {
     name: 'd',
     autocomplete: 'off',
@@ -314,6 +183,61 @@ export function renderSend(ctx: PageContext): void {
     c.value = draft.c;
     i.value = draft.i;
   };
+  return { d, m, c, i };
+}
+
+/** Queues one upload per chosen file, unless none is chosen or a field is wrong. */
+function sendChosen(
+  fields: DraftFields,
+  input: HTMLInputElement,
+  status: HTMLElement,
+  list: HTMLElement,
+): void {
+  const { d, m, c, i } = fields;
+  if (chosen.length === 0) {
+    say(status, 'error', t('noFiles'));
+    input.focus();
+    return;
+  }
+  say(status, null);
+  const params: UploadParams = {
+    d: d.value.trim(),
+    m: m.value.trim(),
+    c: c.value.trim(),
+    i: i.value.trim(),
+  };
+  const invalid = invalidField(params);
+  if (invalid) {
+    say(status, 'error', invalid.message);
+    ({ d, m, c })[invalid.field].focus();
+    return;
+  }
+  const batch = chosen;
+  for (const file of batch) {
+    const u: Upload = {
+      id: nextId('up'),
+      batch,
+      file,
+      params,
+      state: 'waiting',
+      loaded: 0,
+      startedAt: 0,
+      speed: 0,
+      links: [],
+      error: '',
+      handle: null,
+      redraw: () => {},
+    };
+    uploads.push(u);
+    put(list, uploadRow(u));
+  }
+  pump();
+}
+
+export function renderSend(ctx: PageContext): void {
+  const { input, drop, showChosen } = filePicker();
+  const fields = draftFields();
+  const { d, m, c, i } = fields;
   const status = h('div', { class: 'status-slot' });
   const list = h('ul', { class: 'uploads' });
   const listHeadingId = nextId('uploads');
@@ -325,44 +249,7 @@ export function renderSend(ctx: PageContext): void {
       novalidate: true,
       onsubmit: (e) => {
         e.preventDefault();
-        if (chosen.length === 0) {
-          say(status, 'error', t('noFiles'));
-          input.focus();
-          return;
-        }
-        say(status, null);
-        const params: UploadParams = {
-          d: d.value.trim(),
-          m: m.value.trim(),
-          c: c.value.trim(),
-          i: i.value.trim(),
-        };
-        const invalid = invalidField(params);
-        if (invalid) {
-          say(status, 'error', invalid.message);
-          ({ d, m, c })[invalid.field].focus();
-          return;
-        }
-        const batch = chosen;
-        for (const file of batch) {
-          const u: Upload = {
-            id: nextId('up'),
-            batch,
-            file,
-            params,
-            state: 'waiting',
-            loaded: 0,
-            startedAt: 0,
-            speed: 0,
-            links: [],
-            error: '',
-            handle: null,
-            redraw: () => {},
-          };
-          uploads.push(u);
-          put(list, uploadRow(u));
-        }
-        pump();
+        sendChosen(fields, input, status, list);
       },
     },
     drop,
