@@ -262,7 +262,7 @@ describe('merged work', () => {
   });
 });
 
-describe('effects after commit (db/transaction.ts)', () => {
+describe('effects after commit (src/platform/sql/transaction.ts)', () => {
   /** Records rows through `audit` on `database` and returns the events its observer was told. */
   async function observed(
     database: OpenDatabase,
@@ -356,13 +356,14 @@ describe('effects after commit (db/transaction.ts)', () => {
 
   test('every transaction in src/ is opened by inTransaction (else its effects would run uncommitted)', async () => {
     const src = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'src');
+    const sqlLayer = path.join('platform', 'sql');
     const offenders: string[] = [];
     for (const file of await readdir(src, { recursive: true })) {
-      if (!file.endsWith('.ts') || file === path.join('db', 'transaction.ts')) continue;
+      if (!file.endsWith('.ts') || file === path.join(sqlLayer, 'transaction.ts')) continue;
       const text = await readFile(path.join(src, file), 'utf8');
-      // Kysely's ways to open one anywhere; a raw BEGIN outside db/ (whose SQLite internals open
-      // read transactions and the WAL's first one by hand).
-      const raw = !file.startsWith(`db${path.sep}`) && /['"`]\s*begin\b/i.test(text);
+      // Kysely's ways to open one anywhere; a raw BEGIN outside platform/sql/ (whose SQLite
+      // internals open read transactions and the WAL's first one by hand).
+      const raw = !file.startsWith(`${sqlLayer}${path.sep}`) && /['"`]\s*begin\b/i.test(text);
       if (/\.transaction\(\)|startTransaction\(/.test(text) || raw) offenders.push(file);
     }
     assert.deepEqual(offenders, []);

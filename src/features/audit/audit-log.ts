@@ -1,7 +1,7 @@
 // The audit trail: one row per security- or transfer-relevant event (docs/operations.md).
 import { sql } from 'kysely';
 import type { Clock } from '../../platform/clock.js';
-import { prepare } from '../../platform/sql/compiled.js';
+import { compiledQuery, type Param } from '../../platform/sql/compiled.js';
 import type { Db } from '../../platform/sql/database.js';
 import type { GroupCommit, MergedWork } from '../../platform/sql/group-commit.js';
 import type { Dialect } from '../../platform/sql/migrations.js';
@@ -87,12 +87,12 @@ export interface AuditDeps {
 export class AuditLog {
   private readonly taps: AuditTap[] = [];
   private readonly observers: AuditObserver[] = [];
-  // Every request writes audit rows (a download two statements): compiled once (db/compiled.ts).
+  // Every request writes audit rows (a download two statements): compiled once (src/platform/sql/compiled.ts).
   /**
-   * Inserts one row, resolving with its id: on SQLite without RETURNING (Prepared.insertId), on
+   * Inserts one row, resolving with its id: on SQLite without RETURNING (HotQuery.insertId), on
    * PostgreSQL, which reports no such id, with it.
    */
-  private readonly insertRow: (args: RowArgs, db: Db) => Promise<number>;
+  private readonly insertRow: (row: AuditRowValues, db: Db) => Promise<number>;
   private readonly setDetail;
 
   private readonly db: Db;
@@ -124,28 +124,30 @@ export class AuditLog {
       appends: this.appends,
     } = deps);
     const { db } = deps;
-    const columns = (p: <T>(i: number) => T) => ({
-      at: p<number>(0),
-      event: p<string>(1),
-      user_name: p<string | null>(2),
-      remote: p<string | null>(3),
-      file_id: p<number | null>(4),
-      detail: p<string | null>(5),
+    const columns = (param: Param<AuditRowValues>) => ({
+      at: param('at'),
+      event: param('event'),
+      user_name: param('user_name'),
+      remote: param('remote'),
+      file_id: param('file_id'),
+      detail: param('detail'),
     });
     if (deps.dialect === 'sqlite') {
-      const insert = prepare<RowArgs, never>(db, 6, (p) => db.insertInto('audit').values(columns(p)));
-      this.insertRow = (args, on) => insert.insertId(args, on);
-    } else {
-      const insert = prepare<RowArgs, { id: number }>(db, 6, (p) =>
-        db.insertInto('audit').values(columns(p)).returning('id'),
+      const insert = compiledQuery(db, (param: Param<AuditRowValues>) =>
+        db.insertInto('audit').values(columns(param)),
       );
-      this.insertRow = async (args, on) => (await insert.first(args, on))!.id;
+      this.insertRow = (row, on) => insert.insertId(row, on);
+    } else {
+      const insert = compiledQuery(db, (param: Param<AuditRowValues>) =>
+        db.insertInto('audit').values(columns(param)).returning('id'),
+      );
+      this.insertRow = async (row, on) => (await insert.first(row, on))!.id;
     }
-    this.setDetail = prepare<[string | null, number], never>(db, 2, (p) =>
+    this.setDetail = compiledQuery(db, (param: Param<{ id: number; detail: string | null }>) =>
       db
         .updateTable('audit')
-        .set({ detail: p<string | null>(0) })
-        .where('id', '=', p<number>(1)),
+        .set({ detail: param('detail') })
+        .where('id', '=', param('id')),
     );
   }
 
@@ -176,7 +178,7 @@ export class AuditLog {
 
   /** Writes one row (in `db`, a transaction or the database); returns its id. */
   private insert(db: Db, row: AuditRowValues): Promise<number> {
-    return this.insertRow([row.at, row.event, row.user_name, row.remote, row.file_id, row.detail], db);
+    return this.insertRow(row, db);
   }
 
   /**
@@ -213,7 +215,7 @@ export class AuditLog {
       await sql`update audit set detail = v.detail from (values ${values}) as v(id, detail)
         where audit.id = v.id`.execute(db);
     } else {
-      for (const { id, detail } of details) await this.setDetail.all([detail, id], db);
+      for (const d of details) await this.setDetail.all(d, db);
     }
     for (const { entry } of rows) {
       for (const tap of this.taps) await tap(db, entry, at);
@@ -267,14 +269,6 @@ export class AuditLog {
 }
 
 type AuditRowValues = ReturnType<typeof rowOf>;
-type RowArgs = [
-  AuditRowValues['at'],
-  AuditRowValues['event'],
-  AuditRowValues['user_name'],
-  AuditRowValues['remote'],
-  AuditRowValues['file_id'],
-  AuditRowValues['detail'],
-];
 
 function rowOf(entry: AuditEntry, at: number) {
   const detail =

@@ -1,6 +1,6 @@
 // Persistence of logged-out bearer tokens (table `revoked_tokens`): a token's id stays here until
 // the token would have expired anyway. Every instance reads it on every bearer request.
-import { prepare } from '../../platform/sql/compiled.js';
+import { compiledQuery, type Param } from '../../platform/sql/compiled.js';
 import type { Db } from '../../platform/sql/database.js';
 
 export class RevokedTokenStore {
@@ -8,13 +8,13 @@ export class RevokedTokenStore {
   private readonly lookup;
 
   constructor(private readonly db: Db) {
-    this.lookup = prepare<[string], { jti: string }>(db, 1, (p) =>
-      db.selectFrom('revoked_tokens').select('jti').where('jti', '=', p<string>(0)),
+    this.lookup = compiledQuery(db, (param: Param<{ jti: string }>) =>
+      db.selectFrom('revoked_tokens').select('jti').where('jti', '=', param('jti')),
     );
   }
 
   async isRevoked(jti: string): Promise<boolean> {
-    return (await this.lookup.first([jti])) !== undefined;
+    return (await this.lookup.first({ jti })) !== undefined;
   }
 
   async revoke(jti: string, userId: number, expiresAt: number): Promise<void> {

@@ -4,7 +4,7 @@ import type { IncomingMessage } from 'node:http';
 import multipart, { type Multipart } from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { Type } from 'typebox';
+import { type TSchema, Type } from 'typebox';
 import type { ByteRange } from '../../platform/blobs/blob-store.js';
 import { DomainError, isOutOfSpace } from '../../platform/errors.js';
 import { currentUser, requireUser } from '../../platform/http/auth-hooks.js';
@@ -27,14 +27,18 @@ import type { DownloadOutcome } from './download.js';
 import type { FileService } from './file-service.js';
 import type { FileWithLink } from './file-store.js';
 import type { IncomingFile } from './upload-commit.js';
+import { UPLOAD_PARAMETER_MAX_LENGTH, type UploadParameter } from './upload-limits.js';
+
+const uploadParameter = (name: UploadParameter) =>
+  Type.Optional(Type.String({ maxLength: UPLOAD_PARAMETER_MAX_LENGTH[name] }));
 
 const UploadQuery = Type.Object({
-  file: Type.Optional(Type.String({ maxLength: 1024 })),
-  d: Type.Optional(Type.String({ maxLength: 64 })),
-  c: Type.Optional(Type.String({ maxLength: 2000 })),
-  m: Type.Optional(Type.String({ maxLength: 5000 })),
-  i: Type.Optional(Type.String({ maxLength: 1000 })),
-});
+  file: uploadParameter('file'),
+  d: uploadParameter('d'),
+  c: uploadParameter('c'),
+  m: uploadParameter('m'),
+  i: uploadParameter('i'),
+} satisfies Record<UploadParameter, TSchema>);
 
 const DownloadQuery = Type.Object({
   k: Type.Optional(Type.String({ maxLength: 512 })),

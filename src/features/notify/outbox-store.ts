@@ -2,7 +2,7 @@
 // sent or failed. A claim is a conditional UPDATE, so of several instances exactly one wins it.
 
 import type { ExpressionBuilder } from 'kysely';
-import { prepare } from '../../platform/sql/compiled.js';
+import { compiledQuery, type Param } from '../../platform/sql/compiled.js';
 import type { Db } from '../../platform/sql/database.js';
 import type { Database, NewOutboxRow, OutboxRow, OutboxUpdate } from '../../platform/sql/schema.js';
 
@@ -12,28 +12,35 @@ export interface DueMessage {
   recipient: string;
 }
 
+/** The parameters of the query for due messages. */
+interface DueParams {
+  channel: string;
+  now: number;
+  limit: number;
+}
+
 export class OutboxStore {
   // Every upload and download kicks the outbox, which asks these: compiled once.
   private readonly dueQuery;
   private readonly dueInOrderQuery;
 
   constructor(private readonly db: Db) {
-    const due = (p: <T>(i: number) => T) =>
+    const due = (param: Param<DueParams>) =>
       db
         .selectFrom('outbox')
         .select(['id', 'recipient'])
         .where('status', '=', 'pending')
-        .where('channel', '=', p<string>(0))
-        .where('next_attempt_at', '<=', p<number>(1))
-        .where('claimed_until', '<', p<number>(2))
+        .where('channel', '=', param('channel'))
+        .where('next_attempt_at', '<=', param('now'))
+        .where('claimed_until', '<', param('now'))
         .orderBy('next_attempt_at')
         .orderBy('id')
-        .limit(p<number>(3));
-    this.dueQuery = prepare<[string, number, number, number], DueMessage>(db, 4, due);
+        .limit(param('limit'));
+    this.dueQuery = compiledQuery(db, due);
     // A message waiting behind an earlier one of its sequence is not due: a pass that read the
     // waiting ones would read the same rows again and again and send nothing.
-    this.dueInOrderQuery = prepare<[string, number, number, number], DueMessage>(db, 4, (p) =>
-      due(p).where((eb) => eb.or([eb('file_id', 'is', null), eb.not(eb.exists(earlierPending(eb)))])),
+    this.dueInOrderQuery = compiledQuery(db, (param: Param<DueParams>) =>
+      due(param).where((eb) => eb.or([eb('file_id', 'is', null), eb.not(eb.exists(earlierPending(eb)))])),
     );
   }
 
@@ -73,7 +80,7 @@ export class OutboxStore {
    * `ordered` channel only the first pending message of each sequence (recipient and file).
    */
   due(channel: string, now: number, limit: number, ordered: boolean): Promise<DueMessage[]> {
-    return (ordered ? this.dueInOrderQuery : this.dueQuery).all([channel, now, now, limit]);
+    return (ordered ? this.dueInOrderQuery : this.dueQuery).all({ channel, now, limit });
   }
 
   /** The next pending message of `row`'s sequence (channel, recipient, file) due by `now`, if any. */

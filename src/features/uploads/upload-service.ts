@@ -38,6 +38,7 @@ import type { FileService } from '../files/file-service.js';
 import type { FileStore } from '../files/file-store.js';
 import { sanitizeFileName } from '../files/names.js';
 import type { Recipients, UploadRequest } from '../files/upload-commit.js';
+import { UPLOAD_PARAMETER_MAX_LENGTH, type UploadParameter } from '../files/upload-limits.js';
 import { parseRecipients } from '../links/recipients.js';
 import type { UserService } from '../users/user-service.js';
 import type { UploadStore } from './upload-store.js';
@@ -69,8 +70,14 @@ export interface UploadMetadata {
   i?: string;
 }
 
-/** POST /upload's query limits (src/features/files/routes.ts), the same for tus metadata. */
-const LIMITS: Record<keyof UploadMetadata, number> = { filename: 1024, d: 64, c: 2000, m: 5000, i: 1000 };
+/** The POST /upload query parameter each Upload-Metadata key is, whose limit it has. */
+const METADATA_PARAMETER: Record<keyof UploadMetadata, UploadParameter> = {
+  filename: 'file',
+  d: 'd',
+  c: 'c',
+  m: 'm',
+  i: 'i',
+};
 
 export interface UploadDeps {
   db: Db;
@@ -99,7 +106,8 @@ export class UploadService {
 
   /** creation: checks everything POST /upload would check before the first byte. */
   async create(uploader: UserRow, meta: UploadMetadata, length: number): Promise<UploadRow> {
-    for (const [k, max] of Object.entries(LIMITS)) {
+    for (const [k, parameter] of Object.entries(METADATA_PARAMETER)) {
+      const max = UPLOAD_PARAMETER_MAX_LENGTH[parameter];
       const v = meta[k as keyof UploadMetadata];
       if (v !== undefined && v.length > max) throw invalid(`${k}: longer than ${max} characters`);
     }

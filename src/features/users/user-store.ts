@@ -1,6 +1,6 @@
 // Persistence of user accounts.
 import { sql } from 'kysely';
-import { prepare } from '../../platform/sql/compiled.js';
+import { compiledQuery, type Param } from '../../platform/sql/compiled.js';
 import type { Db } from '../../platform/sql/database.js';
 import type { NewUser, UserRow, UserUpdate } from '../../platform/sql/schema.js';
 import { inTransaction } from '../../platform/sql/transaction.js';
@@ -11,20 +11,20 @@ export class UserStore {
   private readonly byIdQuery;
 
   constructor(private readonly db: Db) {
-    this.byNameQuery = prepare<[string], UserRow>(db, 1, (p) =>
-      db.selectFrom('users').selectAll().where('name_key', '=', p<string>(0)),
+    this.byNameQuery = compiledQuery(db, (param: Param<{ nameKey: string }>) =>
+      db.selectFrom('users').selectAll().where('name_key', '=', param('nameKey')),
     );
-    this.byIdQuery = prepare<[number], UserRow>(db, 1, (p) =>
-      db.selectFrom('users').selectAll().where('id', '=', p<number>(0)),
+    this.byIdQuery = compiledQuery(db, (param: Param<{ id: number }>) =>
+      db.selectFrom('users').selectAll().where('id', '=', param('id')),
     );
   }
 
   byName(name: string, db: Db = this.db): Promise<UserRow | undefined> {
-    return this.byNameQuery.first([name.toLowerCase()], db);
+    return this.byNameQuery.first({ nameKey: name.toLowerCase() }, db);
   }
 
   byId(id: number, db: Db = this.db): Promise<UserRow | undefined> {
-    return this.byIdQuery.first([id], db);
+    return this.byIdQuery.first({ id }, db);
   }
 
   /** Accounts with this e-mail address (any case); rare and rate-limited, so not compiled. */

@@ -1,6 +1,6 @@
 // Persistence of per-user webhook subscriptions (table `webhooks`).
 import { sql } from 'kysely';
-import { prepare } from '../../platform/sql/compiled.js';
+import { compiledQuery, type Param } from '../../platform/sql/compiled.js';
 import type { Db } from '../../platform/sql/database.js';
 import type { WebhookRow } from '../../platform/sql/schema.js';
 
@@ -20,11 +20,11 @@ export class WebhookStore {
   private readonly anyQuery;
 
   constructor(private readonly db: Db) {
-    this.forFile = prepare<[number], WebhookRow>(db, 1, (p) =>
+    this.forFile = compiledQuery(db, (param: Param<{ fileId: number }>) =>
       db
         .selectFrom('webhooks')
         .innerJoin('users', 'users.id', 'webhooks.user_id')
-        .innerJoin('files', (join) => join.on('files.id', '=', p<number>(0)))
+        .innerJoin('files', (join) => join.on('files.id', '=', param('fileId')))
         .selectAll('webhooks')
         .where((eb) =>
           eb.or([
@@ -39,15 +39,15 @@ export class WebhookStore {
     // A literal LIMIT: SQLite prepares a statement whose LIMIT is a parameter again every time a
     // value is bound to it (1.8 µs instead of 0.2 alone, ~13 µs inside a busy server; this runs
     // with every batch of download outcomes).
-    this.anyQuery = prepare<[], { id: number }>(db, 0, () =>
+    this.anyQuery = compiledQuery(db, () =>
       db.selectFrom('webhooks').select('id').where('enabled', '=', 1).limit(sql.lit(1)),
     );
-    this.forUser = prepare<[string], WebhookRow>(db, 1, (p) =>
+    this.forUser = compiledQuery(db, (param: Param<{ nameKey: string }>) =>
       db
         .selectFrom('webhooks')
         .innerJoin('users', 'users.id', 'webhooks.user_id')
         .selectAll('webhooks')
-        .where('users.name_key', '=', p<string>(0))
+        .where('users.name_key', '=', param('nameKey'))
         .where('webhooks.enabled', '=', 1)
         .where('users.enabled', '=', 1)
         .orderBy('webhooks.id'),
@@ -95,17 +95,17 @@ export class WebhookStore {
    * download), as long as that account exists and is enabled; `db` may be a transaction.
    */
   enabledForFile(db: Db, fileId: number): Promise<WebhookRow[]> {
-    return this.forFile.all([fileId], db);
+    return this.forFile.all({ fileId }, db);
   }
 
   /** Whether any subscription is enabled (most installations have none). */
   async anyEnabled(db: Db): Promise<boolean> {
-    return (await this.anyQuery.all([], db)).length > 0;
+    return (await this.anyQuery.all({}, db)).length > 0;
   }
 
   /** The enabled subscriptions of the (enabled) user of that name. */
   enabledForUser(db: Db, name: string): Promise<WebhookRow[]> {
-    return this.forUser.all([name.toLowerCase()], db);
+    return this.forUser.all({ nameKey: name.toLowerCase() }, db);
   }
 
   /** Removes a subscription (only the given user's, when a user is given); false if none was. */

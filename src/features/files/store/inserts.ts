@@ -1,7 +1,7 @@
 // What an upload writes: its file under the first free name of its area, small contents with it,
 // and its links. Compiled once, as every upload runs them.
 import { sql } from 'kysely';
-import { prepare } from '../../../platform/sql/compiled.js';
+import { compiledQuery, type Param } from '../../../platform/sql/compiled.js';
 import type { Db } from '../../../platform/sql/database.js';
 import { type LockKey, takeLock } from '../../../platform/sql/locks.js';
 import type { Dialect } from '../../../platform/sql/migrations.js';
@@ -56,23 +56,19 @@ export class FileInserts {
     db: Db,
     private readonly dialect: Dialect,
   ) {
-    this.insertContents = prepare<[number, Buffer], never>(db, 2, (p) =>
-      db.insertInto('file_contents').values({ file_id: p<number>(0), data: p<Buffer>(1) }),
+    this.insertContents = compiledQuery(db, (param: Param<{ fileId: number; data: Buffer }>) =>
+      db.insertInto('file_contents').values({ file_id: param('fileId'), data: param('data') }),
     );
     this.insertFileQuery = compileInsertFile(db);
     // Which of `count` names an area holds, by exact lookups in its unique (partial) name index.
     const takenAmong = (count: number) =>
-      prepare<[number, ...string[]], { name: string }>(db, 1 + count, (p) =>
+      compiledQuery(db, (param: Param<{ ownerId: number; names: string[] }>) =>
         db
           .selectFrom('files')
           .select('name')
-          .where('owner_id', '=', p<number>(0))
+          .where('owner_id', '=', param('ownerId'))
           .where('state', '=', sql.lit('area'))
-          .where(
-            'name',
-            'in',
-            Array.from({ length: count }, (_, i) => p<string>(i + 1)),
-          ),
+          .where('name', 'in', param.list('names', count)),
       );
     this.nameTaken = takenAmong(1);
     this.takenNames = takenAmong(NAME_CANDIDATES);
@@ -95,27 +91,27 @@ export class FileInserts {
    */
   async insertFile(trx: Db, f: NewFile): Promise<FileRow> {
     // Most names are new to their area: one probe of the name index, then the wider searches.
-    const taken = await this.nameTaken.first([f.ownerId, f.name], trx);
+    const taken = await this.nameTaken.first({ ownerId: f.ownerId, names: [f.name] }, trx);
     const n = !taken ? 0 : ((await this.freeNumberAmong(trx, f)) ?? (await this.freeNumberByScan(trx, f)));
     const row = await this.insertFileQuery.first(
-      [
-        f.ownerId,
-        f.uploaderId,
-        numberedName(f.name, n),
-        f.length,
-        f.sha256,
-        f.contentType,
-        f.blobKey,
-        f.blobFingerprint,
-        f.contents ? 1 : 0,
-        f.createdAt,
-        f.expiresAt,
-        f.message,
-      ],
+      {
+        ownerId: f.ownerId,
+        uploaderId: f.uploaderId,
+        name: numberedName(f.name, n),
+        length: f.length,
+        sha256: f.sha256,
+        contentType: f.contentType,
+        blobKey: f.blobKey,
+        blobFingerprint: f.blobFingerprint,
+        contentsInDb: f.contents ? 1 : 0,
+        createdAt: f.createdAt,
+        expiresAt: f.expiresAt,
+        message: f.message,
+      },
       trx,
     );
     if (!row) throw new Error('insert into files returned no row');
-    if (f.contents) await this.insertContents.all([row.id, f.contents], trx);
+    if (f.contents) await this.insertContents.all({ fileId: row.id, data: f.contents }, trx);
     return row;
   }
 
@@ -125,7 +121,7 @@ export class FileInserts {
    */
   private async freeNumberAmong(trx: Db, f: NewFile): Promise<number | undefined> {
     const candidates = Array.from({ length: NAME_CANDIDATES }, (_, n) => numberedName(f.name, n));
-    const rows = await this.takenNames.all([f.ownerId, ...candidates], trx);
+    const rows = await this.takenNames.all({ ownerId: f.ownerId, names: candidates }, trx);
     const taken = new Set(rows.map((r) => r.name));
     const n = candidates.findIndex((c) => !taken.has(c));
     return n < 0 ? undefined : n;
@@ -158,15 +154,15 @@ export class FileInserts {
 
   async insertLink(trx: Db, l: NewLink): Promise<LinkRow> {
     const row = await this.insertLinkQuery.first(
-      [
-        l.fileId,
-        l.tokenHash,
-        l.tokenSealed,
-        l.kind,
-        l.recipientEmail ?? null,
-        l.recipientMobile ?? null,
-        l.createdAt,
-      ],
+      {
+        fileId: l.fileId,
+        tokenHash: l.tokenHash,
+        tokenSealed: l.tokenSealed,
+        kind: l.kind,
+        recipientEmail: l.recipientEmail ?? null,
+        recipientMobile: l.recipientMobile ?? null,
+        createdAt: l.createdAt,
+      },
       trx,
     );
     if (!row) throw new Error('insert into links returned no row');
@@ -181,39 +177,26 @@ function stemOf(name: string): string {
 
 /** The INSERT of a file's row, compiled once (every upload runs it). */
 function compileInsertFile(db: Db) {
-  type FileArgs = [
-    number,
-    number,
-    string,
-    number,
-    string,
-    string,
-    string,
-    string,
-    number,
-    number,
-    number,
-    string | null,
-  ];
-  return prepare<FileArgs, FileRow>(db, 12, (p) =>
+  type FileParams = Required<Omit<NewFile, 'contents'>> & { contentsInDb: 0 | 1 };
+  return compiledQuery(db, (param: Param<FileParams>) =>
     db
       .insertInto('files')
       .values({
-        owner_id: p(0),
-        uploader_id: p(1),
-        name: p(2),
-        length: p(3),
-        sha256: p(4),
-        content_type: p(5),
-        blob_key: p(6),
-        blob_fingerprint: p(7),
-        contents_in_db: p(8),
+        owner_id: param('ownerId'),
+        uploader_id: param('uploaderId'),
+        name: param('name'),
+        length: param('length'),
+        sha256: param('sha256'),
+        content_type: param('contentType'),
+        blob_key: param('blobKey'),
+        blob_fingerprint: param('blobFingerprint'),
+        contents_in_db: param('contentsInDb'),
         state: 'area',
-        created_at: p(9),
-        expires_at: p(10),
+        created_at: param('createdAt'),
+        expires_at: param('expiresAt'),
         retired_at: null,
         purge_at: null,
-        message: p(11),
+        message: param('message'),
       })
       .returningAll(),
   );
@@ -221,17 +204,17 @@ function compileInsertFile(db: Db) {
 
 /** The INSERT of a link's row, compiled once (every upload runs it). */
 function compileInsertLink(db: Db) {
-  type LinkArgs = [number, string, string, string, string | null, string | null, number];
-  return prepare<LinkArgs, LinkRow>(db, 7, (p) =>
+  type LinkParams = Required<NewLink>;
+  return compiledQuery(db, (param: Param<LinkParams>) =>
     db
       .insertInto('links')
       .values({
-        file_id: p(0),
-        token_hash: p(1),
-        token_sealed: p(2),
-        kind: p(3),
-        recipient_email: p(4),
-        recipient_mobile: p(5),
+        file_id: param('fileId'),
+        token_hash: param('tokenHash'),
+        token_sealed: param('tokenSealed'),
+        kind: param('kind'),
+        recipient_email: param('recipientEmail'),
+        recipient_mobile: param('recipientMobile'),
         pin_hash: null,
         pin_expires_at: null,
         pin_sent_at: null,
@@ -239,7 +222,7 @@ function compileInsertLink(db: Db) {
         locked_until: 0,
         revoked: 0,
         downloads: 0,
-        created_at: p(6),
+        created_at: param('createdAt'),
       })
       .returningAll(),
   );

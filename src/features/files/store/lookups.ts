@@ -1,7 +1,7 @@
 // The lookups every download runs (the link and its file, small files' contents, the count of
 // complete downloads): compiled once, read as values, contents kept for a while after a read.
 import { type Compilable, sql } from 'kysely';
-import { prepare, rowOfValues } from '../../../platform/sql/compiled.js';
+import { compiledQuery, type Param, rowOfValues } from '../../../platform/sql/compiled.js';
 import type { Db } from '../../../platform/sql/database.js';
 import type { Dialect } from '../../../platform/sql/migrations.js';
 import type { FileRow, LinkRow } from '../../../platform/sql/schema.js';
@@ -81,29 +81,28 @@ export class FileLookups {
     private readonly dialect: Dialect,
   ) {
     // The link and its file in one statement (every download starts with it), read as values.
-    this.linkWithFile = prepare<[string], unknown>(
+    this.linkWithFile = compiledQuery(
       db,
-      1,
-      (p) =>
+      (param: Param<{ tokenHash: string }>) =>
         db
           .selectFrom('links')
           .innerJoin('files', 'files.id', 'links.file_id')
           .select(LINK_COLUMNS.map((c) => `links.${c}` as const))
           .select((eb) => FILE_COLUMNS.map((c) => eb.ref(`files.${c}`).as(`f_${c}`)))
-          .where('links.token_hash', '=', p<string>(0)) as unknown as Compilable<unknown>,
+          .where('links.token_hash', '=', param('tokenHash')) as unknown as Compilable<unknown>,
     );
-    this.fileById = prepare<[number], FileRow>(db, 1, (p) =>
-      db.selectFrom('files').selectAll().where('id', '=', p<number>(0)),
+    this.fileById = compiledQuery(db, (param: Param<{ id: number }>) =>
+      db.selectFrom('files').selectAll().where('id', '=', param('id')),
     );
-    this.countDownloadQuery = prepare<[number, number], { downloads: number }>(db, 2, (p) =>
+    this.countDownloadQuery = compiledQuery(db, (param: Param<{ id: number; count: number }>) =>
       db
         .updateTable('links')
-        .set((eb) => ({ downloads: eb('downloads', '+', p<number>(1)) }))
-        .where('id', '=', p<number>(0))
+        .set((eb) => ({ downloads: eb('downloads', '+', param('count')) }))
+        .where('id', '=', param('id'))
         .returning('downloads'),
     );
-    this.contentsByFile = prepare<[number], { data: Buffer }>(db, 1, (p) =>
-      db.selectFrom('file_contents').select('data').where('file_id', '=', p<number>(0)),
+    this.contentsByFile = compiledQuery(db, (param: Param<{ fileId: number }>) =>
+      db.selectFrom('file_contents').select('data').where('file_id', '=', param('fileId')),
     );
   }
 
@@ -114,18 +113,18 @@ export class FileLookups {
   async contents(fileId: number, { cached = true } = {}): Promise<Buffer | undefined> {
     const hit = cached ? this.recentContents.get(fileId) : undefined;
     if (hit) return hit;
-    const data = (await this.contentsByFile.first([fileId]))?.data;
+    const data = (await this.contentsByFile.first({ fileId }))?.data;
     if (data && cached) this.recentContents.set(fileId, data);
     return data;
   }
 
   async byTokenHash(tokenHash: string): Promise<FileWithLink | undefined> {
-    const values = await this.linkWithFile.firstValues([tokenHash]);
+    const values = await this.linkWithFile.firstValues({ tokenHash });
     return values && { link: linkOfValues(values), file: fileOfValues(values) };
   }
 
   byId(id: number, db: Db = this.db): Promise<FileRow | undefined> {
-    return this.fileById.first([id], db);
+    return this.fileById.first({ id }, db);
   }
 
   /** A file with its owner link (a finished tus upload's answer). */
@@ -161,7 +160,7 @@ export class FileLookups {
       return before;
     }
     for (const [id, n] of rows) {
-      const [row] = await this.countDownloadQuery.all([id, n], db);
+      const [row] = await this.countDownloadQuery.all({ id, count: n }, db);
       if (row) before.set(id, Number(row.downloads) - n);
     }
     return before;

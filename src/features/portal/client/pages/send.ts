@@ -3,6 +3,7 @@
 // (the rows: send-rows.ts).
 // Upload state lives at module level so a language switch or navigation does not lose it.
 
+import { UPLOAD_PARAMETER_MAX_LENGTH } from '../../../files/upload-limits.js';
 import { isEmail, listItems, normalizeMobile, USER_NAME } from '../../../users/validation-rules.js';
 import { ApiError, errorText, interruptedUploads, type UploadParams, uploadFile } from '../api.js';
 import { field, h, nextId, notice, pageHeading, put, say } from '../dom.js';
@@ -160,12 +161,12 @@ function draftFields(): DraftFields {
     autocomplete: 'off',
     autocapitalize: 'none',
     spellcheck: 'false',
-    maxlength: 64,
+    maxlength: UPLOAD_PARAMETER_MAX_LENGTH.d,
     value: draft.d,
   });
   const m = h('input', { name: 'm', type: 'text', inputmode: 'email', autocomplete: 'off', value: draft.m });
   const c = h('input', { name: 'c', type: 'text', inputmode: 'tel', autocomplete: 'off', value: draft.c });
-  const i = h('textarea', { name: 'i', rows: 3, maxlength: 1000 });
+  const i = h('textarea', { name: 'i', rows: 3, maxlength: UPLOAD_PARAMETER_MAX_LENGTH.i });
   i.value = draft.i;
   for (const [key, el] of [
     ['d', d],
