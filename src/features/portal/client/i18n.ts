@@ -258,6 +258,8 @@ const en = {
   removeYes: 'Yes, remove {name}',
   removed: 'User {name} removed.',
   lastAdmin: 'The last enabled administrator cannot be removed, demoted or disabled.',
+  resetBlocked:
+    'No password reset can be sent now: the account must be enabled, unlocked and have an e-mail address.',
 
   auditTitle: 'Audit',
   userOrActor: 'User',
@@ -567,6 +569,8 @@ const pt: Table = {
   removeYes: 'Sim, remover {name}',
   removed: 'Usuário {name} removido.',
   lastAdmin: 'O último administrador ativo não pode ser removido, rebaixado nem desativado.',
+  resetBlocked:
+    'Não é possível enviar a troca de senha agora: a conta precisa estar ativa, desbloqueada e ter um e-mail.',
 
   auditTitle: 'Auditoria',
   userOrActor: 'Usuário',
@@ -875,6 +879,8 @@ const es: Table = {
   removeYes: 'Sí, eliminar {name}',
   removed: 'Usuario {name} eliminado.',
   lastAdmin: 'El último administrador activo no se puede eliminar, degradar ni desactivar.',
+  resetBlocked:
+    'No se puede enviar el cambio de contraseña ahora: la cuenta debe estar activa, desbloqueada y tener un correo.',
 
   auditTitle: 'Auditoría',
   userOrActor: 'Usuario',

@@ -4,7 +4,7 @@
 import { ApiError, errorText } from '../../api.js';
 import { field, h, notice, put, say, swap } from '../../dom.js';
 import { formatSize } from '../../format.js';
-import { isLang, LANG_NAMES, t } from '../../i18n.js';
+import { isLang, LANG_NAMES, type MessageKey, t } from '../../i18n.js';
 import { accountOf, admin, type UserDetail } from './admin-api.js';
 import { type AdminPage, canChange, carryNotice, pageTop } from './admin-page.js';
 import { timeCell } from './ui.js';
@@ -45,14 +45,22 @@ function details(u: UserDetail): HTMLElement {
   );
 }
 
-/** Runs one change; reports it in the status line, or the refusal (409: the last admin). */
-async function act(c: Ctx, button: HTMLButtonElement, run: () => Promise<string>): Promise<void> {
+/**
+ * Runs one change; reports it in the status line, or the refusal: a 409 is the last enabled admin,
+ * or for a password reset an account that cannot get one (disabled, locked, no e-mail address).
+ */
+async function act(
+  c: Ctx,
+  button: HTMLButtonElement,
+  run: () => Promise<string>,
+  conflict: MessageKey = 'lastAdmin',
+): Promise<void> {
   button.disabled = true;
   try {
     const done = await run();
     say(c.status, 'success', done);
   } catch (err) {
-    say(c.status, 'error', err instanceof ApiError && err.status === 409 ? t('lastAdmin') : errorText(err));
+    say(c.status, 'error', err instanceof ApiError && err.status === 409 ? t(conflict) : errorText(err));
   } finally {
     button.disabled = false;
   }
@@ -181,10 +189,15 @@ function accountActions(c: Ctx, u: UserDetail): HTMLElement {
   );
   const reset = button(t('passwordReset'));
   reset.addEventListener('click', () =>
-    act(c, reset, async () => {
-      await admin(`${c.path}/password-reset`, { method: 'POST' });
-      return t('resetSent');
-    }),
+    act(
+      c,
+      reset,
+      async () => {
+        await admin(`${c.path}/password-reset`, { method: 'POST' });
+        return t('resetSent');
+      },
+      'resetBlocked',
+    ),
   );
   const remove = button(t('remove'), 'danger');
   const confirmSlot = h('div', {});
