@@ -4,18 +4,14 @@
 // the log with secrets masked), or failed, to be tried again with capped exponential backoff
 // (delivery-lanes.ts) or given up. Webhook events go out in order per subscription and file.
 
-import type { Clock } from '../../platform/clock.js';
-import type { Logger } from '../../platform/logger.js';
-import type { Keys } from '../../platform/security/keys.js';
-import type { Db } from '../../platform/sql/database.js';
 import { keepRenewing } from '../../platform/sql/lease.js';
 import type { OutboxRow } from '../../platform/sql/schema.js';
 import { inTransaction } from '../../platform/sql/transaction.js';
-import type { AuditLog } from '../audit/audit-log.js';
 import { nextAttemptAt, type RetryPolicy } from './delivery-lanes.js';
+import type { NotificationDeps } from './notification-service.js';
 import type { OutboxStatus, SealedPayload } from './outbox-messages.js';
-import type { DueMessage, OutboxStore } from './outbox-store.js';
-import { type OutboxChannel, PermanentFailure, type Transport } from './transports.js';
+import type { DueMessage } from './outbox-store.js';
+import { type OutboxChannel, PermanentFailure } from './transports.js';
 
 /**
  * Channels whose messages go out in order per (recipient, file): a message waits while an earlier
@@ -44,14 +40,9 @@ const CONCURRENCY = 4;
  */
 const PER_RECIPIENT = 2;
 
-export interface DeliveryDeps {
-  db: Db;
-  store: OutboxStore;
-  keys: Keys;
-  clock: Clock;
-  audit: AuditLog;
-  log: Logger;
-  transports: Partial<Record<OutboxChannel, Transport | null>>;
+/** The service's own dependencies that delivery uses, and what it adds. */
+export interface DeliveryDeps
+  extends Pick<NotificationDeps, 'db' | 'store' | 'keys' | 'clock' | 'audit' | 'log' | 'transports'> {
   retry: RetryPolicy;
   /** True once the service stops: passes end after the message in hand. */
   stopped: () => boolean;

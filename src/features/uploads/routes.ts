@@ -20,7 +20,8 @@ import {
   successExample,
 } from '../../platform/http/schemas.js';
 import type { UploadRow } from '../../platform/sql/schema.js';
-import type { Checksum, UploadMetadata } from './upload-service.js';
+import type { UploadMetadata } from './upload-metadata.js';
+import type { Checksum } from './upload-service.js';
 
 // openapi.json: the tus protocol's answers carry headers, not bodies; errors are envelopes.
 const tusErrors = errors({

@@ -38,9 +38,9 @@ import type { FileService } from '../files/file-service.js';
 import type { FileStore } from '../files/file-store.js';
 import { sanitizeFileName } from '../files/names.js';
 import type { Recipients, UploadRequest } from '../files/upload-commit.js';
-import { UPLOAD_PARAMETER_MAX_LENGTH, type UploadParameter } from '../files/upload-limits.js';
 import { parseRecipients } from '../links/recipients.js';
 import type { UserService } from '../users/user-service.js';
+import { checkMetadataLengths, type UploadMetadata } from './upload-metadata.js';
 import type { UploadStore } from './upload-store.js';
 
 const HOUR = 3600 * 1000;
@@ -60,24 +60,6 @@ const LOCK_WAIT_MS = 3000;
  */
 const MIN_PIECES_ALLOWED = 1000;
 const maxPieces = (length: number) => Math.max(MIN_PIECES_ALLOWED, Math.ceil(length / (1024 * 1024)));
-
-/** Upload-Metadata as the client sent it (already base64-decoded). */
-export interface UploadMetadata {
-  filename?: string;
-  d?: string;
-  m?: string;
-  c?: string;
-  i?: string;
-}
-
-/** The POST /upload query parameter each Upload-Metadata key is, whose limit it has. */
-const METADATA_PARAMETER: Record<keyof UploadMetadata, UploadParameter> = {
-  filename: 'file',
-  d: 'd',
-  c: 'c',
-  m: 'm',
-  i: 'i',
-};
 
 export interface UploadDeps {
   db: Db;
@@ -106,11 +88,7 @@ export class UploadService {
 
   /** creation: checks everything POST /upload would check before the first byte. */
   async create(uploader: UserRow, meta: UploadMetadata, length: number): Promise<UploadRow> {
-    for (const [k, parameter] of Object.entries(METADATA_PARAMETER)) {
-      const max = UPLOAD_PARAMETER_MAX_LENGTH[parameter];
-      const v = meta[k as keyof UploadMetadata];
-      if (v !== undefined && v.length > max) throw invalid(`${k}: longer than ${max} characters`);
-    }
+    checkMetadataLengths(meta);
     if (!Number.isSafeInteger(length) || length < 0) throw invalid('Upload-Length must be a whole number');
     if (length > this.d.config.maxFileSize)
       throw tooLarge(`file larger than ${this.d.config.maxFileSize} bytes`);
