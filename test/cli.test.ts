@@ -85,6 +85,7 @@ describe('remessa CLI', () => {
       'email',
       'mobile',
       'lang',
+      'role',
       'enabled',
       'firstAccess',
       'locked',
@@ -97,6 +98,7 @@ describe('remessa CLI', () => {
         email: 'u1@example.com',
         mobile: null,
         lang: 'pt',
+        role: 'user',
         enabled: true,
         firstAccess: false,
         locked: false,
@@ -110,11 +112,11 @@ describe('remessa CLI', () => {
     const r = await remessa(['user', 'list']);
     assert.equal(r.code, 0, r.stderr);
     const lines = r.stdout.trimEnd().split('\n');
-    assert.match(lines[0]!, /^NAME +E-MAIL +MOBILE +LANG +STATE +CREATED$/);
+    assert.match(lines[0]!, /^NAME +E-MAIL +MOBILE +LANG +ROLE +STATE +CREATED$/);
     const row = lines.find((l) => l.startsWith('USER1 '))!;
-    assert.match(row, /^USER1 +u1@example\.com +- +pt +enabled +\d{4}-/);
+    assert.match(row, /^USER1 +u1@example\.com +- +pt +user +enabled +\d{4}-/);
     // Every column starts where its header does.
-    for (const header of ['E-MAIL', 'LANG', 'CREATED']) {
+    for (const header of ['E-MAIL', 'LANG', 'ROLE', 'CREATED']) {
       const at = lines[0]!.indexOf(header);
       for (const l of lines.slice(1)) assert.notEqual(l[at - 1], undefined, l);
       for (const l of lines.slice(1)) assert.equal(l[at - 1], ' ', `${header} in ${l}`);
@@ -158,6 +160,7 @@ describe('remessa CLI', () => {
     ['bad e-mail', ['--email', 'not-an-email'], /invalid e-mail address "not-an-email"/],
     ['bad mobile', ['--mobile', '12ab'], /invalid mobile number "12ab"/],
     ['bad language', ['--lang', 'fr'], /language must be pt, en or es, got "fr"/],
+    ['bad role', ['--role', 'root'], /role must be user, auditor, admin, got "root"/],
     ['nothing to set', [], /nothing to set/],
   ];
   for (const [name, args, message] of badSets) {

@@ -47,9 +47,13 @@ function importsOf(file: string, text: string): string[] {
   return found;
 }
 
-/** The HTTP layer: the platform's HTTP assembly and plugins, and each slice's routes files. */
+/**
+ * The HTTP layer: the platform's HTTP assembly and plugins, and each slice's routes files and the
+ * response schemas it keeps beside them (schemas-*.ts).
+ */
 const isHttp = (file: string) =>
-  file.startsWith('src/platform/http/') || /^src\/features\/[^/]+\/routes(-[\w-]+)?\.ts$/.test(file);
+  file.startsWith('src/platform/http/') ||
+  /^src\/features\/[^/]+\/(routes(-[\w-]+)?|schemas-[\w-]+)\.ts$/.test(file);
 
 /** The entry point builds the HTTP server (and may name the framework's types). */
 const ENTRY = 'src/app/server.ts';
@@ -84,6 +88,7 @@ const NATIVE_IMPORTERS: Record<string, string> = {
  * A new one fails the test: pass through the owning slice's service, or list it here, one way.
  */
 const STORE_READS: Record<string, string> = {
+  'admin → files': "an account's usage (admin API) counts the files of its area and backup",
   'auth → users': 'password checks and token generations read the account row',
   'recovery → users': 'recovery and first access read and lock the account row',
   'links → files': "a link names its file's row",
@@ -187,6 +192,8 @@ describe('fitness: the shape of the code', () => {
     assert.ok(FRAMEWORK.test("import Fastify from 'fastify';"));
     assert.ok(isHttp('src/features/links/routes-delivery.ts'));
     assert.ok(!isHttp('src/features/links/secure-links.ts'));
+    assert.ok(isHttp('src/features/admin/schemas-users.ts'));
+    assert.ok(!isHttp('src/features/admin/user-admin-service.ts'));
     assert.deepEqual(
       importsOf('src/features/auth/auth-service.ts', "import type { X } from '../users/user-store.js';"),
       ['src/features/users/user-store.ts'],

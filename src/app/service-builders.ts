@@ -1,5 +1,7 @@
 // The areas the composition root (services.ts) builds, in the order it builds them: each takes what
 // the areas before it made.
+
+import { UserAdminService } from '../features/admin/user-admin-service.js';
 import { AuditLog } from '../features/audit/audit-log.js';
 import { AuthService } from '../features/auth/auth-service.js';
 import { RevokedTokenStore } from '../features/auth/revoked-token-store.js';
@@ -67,8 +69,8 @@ export function buildCore(config: Config, log: Logger, clock: Clock, database: O
 export type Accounts = ReturnType<typeof buildAccounts>;
 
 /** Users, sign-in tokens and request rate limits. */
-export function buildAccounts({ config, db, keys, clock, audit }: Core) {
-  const userStore = new UserStore(db);
+export function buildAccounts({ config, database, db, keys, clock, audit }: Core) {
+  const userStore = new UserStore(db, database.dialect);
   const users = new UserService(userStore, audit, clock, {
     defaultLang: config.lang,
     passwordMinLength: config.passwordMinLength,
@@ -79,6 +81,7 @@ export function buildAccounts({ config, db, keys, clock, audit }: Core) {
     audit,
     keys,
     clock,
+    commits: database.commits,
     opts: config,
   });
   const rateCounter = new RateCounter(db, clock);
@@ -211,7 +214,8 @@ export function buildMessaging(core: Core, accounts: Accounts, storage: Storage,
     clock,
     config,
   });
-  return { recovery, secureLinks, recipients, tracking, webhooks };
+  const userAdmin = new UserAdminService({ users, files: fileStore, recovery, clock });
+  return { recovery, secureLinks, recipients, tracking, webhooks, userAdmin };
 }
 
 /** Resumable (tus) uploads, whose chunks the blob writer keeps as it keeps files' blobs. */

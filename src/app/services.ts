@@ -1,5 +1,7 @@
 // Composition root: builds every domain service from the config, area by area
 // (service-builders.ts). The CLI and the server share it.
+
+import type { UserAdminService } from '../features/admin/user-admin-service.js';
 import type { AuditLog } from '../features/audit/audit-log.js';
 import type { AuthService } from '../features/auth/auth-service.js';
 import type { FileService } from '../features/files/file-service.js';
@@ -50,6 +52,8 @@ export interface Services {
   keys: Keys;
   audit: AuditLog;
   users: UserService;
+  /** The admin API's accounts: searches, usage, changes named by the acting admin. */
+  userAdmin: UserAdminService;
   auth: AuthService;
   /** Request rate limits, counted in the shared database. */
   rateCounter: RateCounter;

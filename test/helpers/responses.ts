@@ -1,15 +1,15 @@
 // Checks every response a test server sends against the schema its route documents (the same
-// schemas openapi.json is made of, src/platform/http/schemas.ts), so the document cannot drift from the
+// schemas openapi.json is made of, src/platform/http/schemas.ts and the slices' schemas-*.ts), so the document cannot drift from the
 // behaviour. startTestServer collects the mismatches and its close() fails the suite with them.
 // REMESSA_TEST_CHECK_RESPONSES=0 turns the check off (to debug something else).
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
-import type { SentResponse } from '../../src/platform/http/app.js';
+import { FEATURE_SCHEMAS, type SentResponse } from '../../src/platform/http/app.js';
 import { COMPONENTS } from '../../src/platform/http/schemas.js';
 
 export const CHECK_RESPONSES = process.env['REMESSA_TEST_CHECK_RESPONSES'] !== '0';
 
 const ajv = new Ajv2020({ strict: false, allErrors: true });
-for (const schema of COMPONENTS) ajv.addSchema(schema);
+for (const schema of [...COMPONENTS, ...FEATURE_SCHEMAS]) ajv.addSchema(schema);
 const compiled = new WeakMap<object, ValidateFunction>();
 const validator = (schema: object) => {
   let v = compiled.get(schema);

@@ -42,7 +42,7 @@ export interface TestServer {
   createUser(
     name: string,
     password: string | null,
-    fields?: { email?: string; mobile?: string; lang?: string },
+    fields?: { email?: string; mobile?: string; lang?: string; role?: string },
   ): Promise<UserRow>;
   close(): Promise<void>;
 }

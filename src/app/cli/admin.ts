@@ -1,41 +1,15 @@
-// The operator's commands (serve, user …, audit, outbox …, storage check, secret reseal; webhook …
-// in ./webhook.ts), all on this installation's REMESSA_* config, database and store.
+// The operator's commands (serve, audit, outbox …, storage check, secret reseal; user … in
+// ./users.ts, webhook … in ./webhook.ts), all on this installation's REMESSA_* config, database
+// and store.
 import { type Command, Option } from 'commander';
 import { invalid, notFound } from '../../platform/errors.js';
 import { createLogger } from '../../platform/logger.js';
 import { Resealer } from '../../platform/security/reseal.js';
-import type { UserRow } from '../../platform/sql/schema.js';
-import { type Config, loadConfig } from '../config.js';
+import { loadConfig } from '../config.js';
 import { startServer } from '../server.js';
-import { createServices, type Services } from '../services.js';
-import { printTable, readStdin } from './io.js';
-
-function config(): Config {
-  return loadConfig();
-}
-
-/** Runs a command against the services (CLI logs go to stderr), always closing the database. */
-export async function withServices<T>(fn: (s: Services) => Promise<T>): Promise<T> {
-  const services = await createServices(config(), createLogger('warn', process.stderr));
-  try {
-    return await fn(services);
-  } finally {
-    await services.close();
-  }
-}
-
-function describeUser(u: UserRow): Record<string, unknown> {
-  return {
-    name: u.name,
-    email: u.email,
-    mobile: u.mobile,
-    lang: u.lang,
-    enabled: Boolean(u.enabled),
-    firstAccess: Boolean(u.first_access),
-    locked: u.locked_until > Date.now(),
-    created: new Date(u.created_at).toISOString(),
-  };
-}
+import { withServices } from './context.js';
+import { printTable } from './io.js';
+import { addUserCommands } from './users.js';
 
 function parseTime(value: string): number {
   const t = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
@@ -46,9 +20,7 @@ function parseTime(value: string): number {
 /** Adds the operator's commands but webhook … (./webhook.ts) to `program`, in --help's order. */
 export function addAdminCommands(program: Command): void {
   serve(program);
-  const user = program.command('user').description('manage user accounts');
-  userAccounts(user);
-  userChanges(user);
+  addUserCommands(program);
   audit(program);
   outbox(program);
   storage(program);
@@ -60,7 +32,7 @@ function serve(program: Command): void {
     .command('serve')
     .description('serve the API, the portal and the background workers')
     .action(async () => {
-      const cfg = config();
+      const cfg = loadConfig();
       const log = createLogger(cfg.logLevel);
       const server = await startServer(cfg, log);
       const stop = (signal: string) => {
@@ -75,130 +47,6 @@ function serve(program: Command): void {
       };
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
-    });
-}
-
-/** user add, user list */
-function userAccounts(user: Command): void {
-  user
-    .command('add')
-    .argument('<name>', 'user name: 1-64 characters of A-Z a-z 0-9 . _ @ -, matched case-insensitively')
-    .option('--email <email>', 'e-mail address (receives PINs and password links)')
-    .option('--mobile <mobile>', 'mobile number in international form, e.g. +5511987654321')
-    .option('--lang <lang>', 'pt, en or es (default REMESSA_LANG)')
-    .option(
-      '--password-stdin',
-      'read the password from standard input (else the user starts in first access)',
-    )
-    .description('create a user')
-    .action(
-      async (
-        name: string,
-        o: { email?: string; mobile?: string; lang?: string; passwordStdin?: boolean },
-      ) => {
-        const password = o.passwordStdin ? await readStdin() : null;
-        await withServices(async (s) => {
-          const u = await s.users.create(name, { email: o.email, mobile: o.mobile, lang: o.lang }, password);
-          console.log(`created user ${u.name}${u.first_access ? ' (first access: no password yet)' : ''}`);
-        });
-      },
-    );
-
-  user
-    .command('list')
-    .option('--json', 'one JSON object per line')
-    .description('list users')
-    .action(async (o: { json?: boolean }) => {
-      await withServices(async (s) => {
-        const rows = (await s.users.list()).map(describeUser);
-        // JSON lines, like `audit --json` and `outbox list --json`.
-        if (o.json) {
-          for (const r of rows) console.log(JSON.stringify(r));
-          return;
-        }
-        if (rows.length === 0) return console.log('no users');
-        const flag = (on: unknown, text: string) => (on ? text : '');
-        printTable(
-          ['NAME', 'E-MAIL', 'MOBILE', 'LANG', 'STATE', 'CREATED'],
-          rows.map((r) => [
-            String(r['name']),
-            String(r['email'] ?? '-'),
-            String(r['mobile'] ?? '-'),
-            String(r['lang']),
-            [
-              r['enabled'] ? 'enabled' : 'disabled',
-              flag(r['firstAccess'], 'first-access'),
-              flag(r['locked'], 'locked'),
-            ]
-              .filter(Boolean)
-              .join(','),
-            String(r['created']),
-          ]),
-        );
-      });
-    });
-}
-
-/** user set, passwd, disable, enable, remove */
-function userChanges(user: Command): void {
-  user
-    .command('set')
-    .argument('<name>', 'user name')
-    .option('--email <email>', 'e-mail address ("" to clear)')
-    .option('--mobile <mobile>', 'mobile number ("" to clear)')
-    .option('--lang <lang>', 'pt, en or es')
-    .description("change a user's e-mail, mobile or language")
-    .action(async (name: string, o: { email?: string; mobile?: string; lang?: string }) => {
-      if (o.email === undefined && o.mobile === undefined && o.lang === undefined) {
-        throw invalid('nothing to set: give --email, --mobile or --lang');
-      }
-      await withServices(async (s) => {
-        const u = await s.users.update(name, o);
-        console.log(`updated user ${u.name}`);
-      });
-    });
-
-  user
-    .command('passwd')
-    .argument('<name>', 'user name')
-    .description('set a password, read from standard input; revokes the user’s tokens')
-    .action(async (name: string) => {
-      const password = await readStdin();
-      await withServices(async (s) => {
-        await s.users.setPassword(await s.users.get(name), password, 'cli');
-        console.log(`password changed for ${name}`);
-      });
-    });
-
-  for (const [cmd, enabled] of [
-    ['disable', false],
-    ['enable', true],
-  ] as const) {
-    user
-      .command(cmd)
-      .argument('<name>', 'user name')
-      .description(enabled ? 'allow a user to sign in again' : 'stop a user signing in; revokes their tokens')
-      .action(async (name: string) => {
-        await withServices(async (s) => {
-          await s.users.setEnabled(name, enabled);
-          console.log(`${cmd}d user ${name}`);
-        });
-      });
-  }
-
-  user
-    .command('remove')
-    .argument('<name>', 'user name')
-    .description(
-      'delete a user: revokes their tokens and the links to the files in their area and backup, whose contents are purged (files they sent into other areas stay there)',
-    )
-    .action(async (name: string) => {
-      await withServices(async (s) => {
-        const { filesPurged } = await s.users.remove(name);
-        console.log(
-          `removed user ${name}; ${filesPurged} file(s) of theirs unreachable now, purged within a sweep`,
-        );
-      });
     });
 }
 

@@ -1,7 +1,7 @@
 // The operator's webhook commands: users' subscriptions to signed event deliveries.
 import type { Command } from 'commander';
 import { invalid, notFound } from '../../platform/errors.js';
-import { withServices } from './admin.js';
+import { withServices } from './context.js';
 import { printTable } from './io.js';
 
 /** webhook add, list, remove */

@@ -1,11 +1,13 @@
 // (ext) The admin API under {base}/admin/ (docs/admin.md): every route needs an account whose row
 // says auditor or admin (a read) or admin (a change). The check is a hook of this plugin, so no
-// admin route can be added without it; each area registers its routes below.
+// admin route can be added without it; each area registers its routes below. It runs before the
+// request is validated: whoever may not call a route gets 403 whatever the body or query says.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { forbidden } from '../../platform/errors.js';
 import { currentUser, requireUser } from '../../platform/http/auth-hooks.js';
 import { canAdminister, canAudit, roleOf } from '../users/roles.js';
+import { adminUserRoutes } from './routes-users.js';
 
 /** A read (GET, HEAD) needs an auditor or an admin, a change an admin: the role just read. */
 export async function requireAdminRole(request: FastifyRequest): Promise<void> {
@@ -16,6 +18,7 @@ export async function requireAdminRole(request: FastifyRequest): Promise<void> {
 }
 
 export const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.addHook('preHandler', requireUser);
-  app.addHook('preHandler', requireAdminRole);
+  app.addHook('preValidation', requireUser);
+  app.addHook('preValidation', requireAdminRole);
+  await app.register(adminUserRoutes);
 };

@@ -14,6 +14,7 @@ export type AuditEventName =
   | 'user.disabled'
   | 'user.enabled'
   | 'user.removed'
+  | 'user.unlocked'
   | 'token.issued'
   | 'login'
   | 'login.failed'
@@ -44,6 +45,8 @@ export type AuditEventName =
 export interface AuditEntry {
   event: AuditEventName;
   user?: string | null;
+  /** The account that acted when it is not `user` (an admin changing another account). */
+  actor?: string | null;
   remote?: string | null;
   fileId?: number | null;
   /** Free text or an object (stored as JSON). Never put a password, PIN or token here. */
@@ -131,6 +134,7 @@ export class AuditLog {
       remote: param('remote'),
       file_id: param('file_id'),
       detail: param('detail'),
+      actor: param('actor'),
     });
     if (deps.dialect === 'sqlite') {
       const insert = compiledQuery(db, (param: Param<AuditRowValues>) =>
@@ -284,5 +288,6 @@ function rowOf(entry: AuditEntry, at: number) {
     remote: entry.remote ?? null,
     file_id: entry.fileId ?? null,
     detail,
+    actor: entry.actor ?? null,
   };
 }

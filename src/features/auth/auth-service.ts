@@ -3,6 +3,7 @@ import { errors as joseErrors, jwtVerify, SignJWT } from 'jose';
 import type { Clock } from '../../platform/clock.js';
 import { tooMany, unauthorized } from '../../platform/errors.js';
 import { type Keys, randomToken } from '../../platform/security/keys.js';
+import type { GroupCommit, MergedWork } from '../../platform/sql/group-commit.js';
 import type { UserRow } from '../../platform/sql/schema.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { UserStore } from '../users/user-store.js';
@@ -53,6 +54,8 @@ export interface AuthDeps {
   audit: AuditLog;
   keys: Keys;
   clock: Clock;
+  /** Sign-ins (last_sign_in_at) share commits with other requests' writes, as audit rows do. */
+  commits: GroupCommit;
   opts: AuthOptions;
   /** Tests: a smaller or shorter-lived verified-credential cache. */
   cache?: Partial<CredentialCacheOptions>;
@@ -65,6 +68,9 @@ export class AuthService {
   private readonly keys: Keys;
   private readonly clock: Clock;
   private readonly opts: AuthOptions;
+  private readonly commits: GroupCommit;
+  /** The sign-ins of one group commit, written together (UserStore.recordSignIns). */
+  private readonly signIns: MergedWork<{ id: number; at: number }, void>;
   /** Successful Basic verifications of this instance (src/features/auth/credential-cache.ts). */
   private readonly verified: CredentialCache;
   private readonly signedClaims = new Map<string, SignedClaims>();
@@ -77,7 +83,14 @@ export class AuthService {
       keys: this.keys,
       clock: this.clock,
       opts: this.opts,
+      commits: this.commits,
     } = deps);
+    this.signIns = {
+      runAll: async (trx, items) => {
+        await this.users.recordSignIns(trx, items);
+        return items.map(() => undefined);
+      },
+    };
     this.verified = new CredentialCache(deps.clock, deps.cache);
   }
 
@@ -155,7 +168,11 @@ export class AuthService {
       .setIssuedAt(nowSec)
       .setExpirationTime(nowSec + this.opts.tokenSeconds)
       .sign(await this.keys.jwtCryptoKey);
-    await this.audit.record({ event: via === 'login' ? 'login' : 'token.issued', user: user.name, remote });
+    // The account's last sign-in and the audit row, each in the next group commit (one fsync).
+    await Promise.all([
+      this.commits.runMerged(this.signIns, { id: user.id, at: this.clock.now() }),
+      this.audit.record({ event: via === 'login' ? 'login' : 'token.issued', user: user.name, remote }),
+    ]);
     return { token, expiresIn: this.opts.tokenSeconds };
   }
 

@@ -8,11 +8,11 @@ import type { Dialect } from '../../platform/sql/migrations.js';
 import type { FileRow, LinkRow } from '../../platform/sql/schema.js';
 import { FileInserts, type NewFile, type NewLink } from './store/inserts.js';
 import { FileClaims } from './store/lifecycle-claims.js';
-import { FileListing } from './store/listing.js';
+import { type AccountUsage, FileListing } from './store/listing.js';
 import { FileLookups, type FileWithLink } from './store/lookups.js';
 
 export { areaLock, type NewFile, type NewLink } from './store/inserts.js';
-export { PAGE_SIZE } from './store/listing.js';
+export { type AccountUsage, PAGE_SIZE } from './store/listing.js';
 export type { FileWithLink } from './store/lookups.js';
 
 export type FileState = 'area' | 'backup' | 'purging';
@@ -68,6 +68,11 @@ export class FileStore implements BlobCatalog {
   /** One page (1-based) of an area or backup area, oldest first, each with its owner link. */
   listPage(ownerId: number, state: 'area' | 'backup', page: number): Promise<FileWithLink[]> {
     return this.listing.listPage(ownerId, state, page);
+  }
+
+  /** How many files, and bytes, an account holds in its area and backup area. */
+  usage(ownerId: number): Promise<AccountUsage> {
+    return this.listing.usage(ownerId);
   }
 
   /** area → backup; false when another caller already moved it. `db` may be a transaction. */

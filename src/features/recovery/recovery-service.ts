@@ -127,9 +127,15 @@ export class RecoveryService {
    * many wrong PINs, or more PIN e-mails to it in an hour than allowed → 429.
    * forgetParameters also takes an account's e-mail address (when no user has it as a name): the
    * link goes to that mailbox only and the answer is the unknown user's 401 in every case, so an
-   * address tells nobody whether it has an account.
+   * address tells nobody whether it has an account. `actor`: the admin who asked for it (the admin
+   * API's password reset and new accounts), named in the audit rows.
    */
-  async issueLink(name: string, purpose: ChangePurpose, remote: string | null): Promise<LinkResult> {
+  async issueLink(
+    name: string,
+    purpose: ChangePurpose,
+    remote: string | null,
+    actor?: string,
+  ): Promise<LinkResult> {
     const user = await this.users.find(name);
     if (!user) {
       if (purpose === 'forget' && isEmail(name)) await this.mailLinksTo(name, remote);
@@ -157,7 +163,7 @@ export class RecoveryService {
     const recent = await this.tokens.newestSince(user.id, now - this.resendMs);
     if (recent !== undefined) throw this.pins.policy.tooSoon(this.pins.policy.resendWait(recent, now));
     await this.guard.spendMail(user);
-    const linkURL = await this.createLink(user, purpose, remote, now);
+    const linkURL = await this.createLink(user, purpose, remote, now, actor ? { actor } : {});
     return { user, linkURL };
   }
 
@@ -171,7 +177,7 @@ export class RecoveryService {
       if (this.guard.lockedFor(user, now) > 0) continue;
       if ((await this.tokens.newestSince(user.id, now - this.resendMs)) !== undefined) continue;
       if (!(await this.guard.mayMail(user))) continue;
-      await this.createLink(user, 'forget', remote, now, 'email');
+      await this.createLink(user, 'forget', remote, now, { by: 'email' });
     }
   }
 
@@ -181,7 +187,7 @@ export class RecoveryService {
     purpose: ChangePurpose,
     remote: string | null,
     now: number,
-    by?: 'email',
+    { by, actor }: { by?: 'email'; actor?: string },
   ): Promise<string> {
     const token = randomToken();
     const linkURL = this.linkFor(user, token);
@@ -200,13 +206,14 @@ export class RecoveryService {
         {
           event: 'password.link_issued',
           user: user.name,
+          actor,
           remote,
           detail: by ? { purpose, link: id, by } : { purpose, link: id },
         },
         trx,
       );
       await this.audit.record(
-        { event: 'pin.sent', user: user.name, remote, detail: { purpose, link: id, to: user.email } },
+        { event: 'pin.sent', user: user.name, actor, remote, detail: { purpose, link: id, to: user.email } },
         trx,
       );
     });

@@ -1,17 +1,21 @@
-// User accounts: creation, settings, passwords, enable/disable, removal.
-// Every change that should end existing sessions bumps token_generation.
+// User accounts: creation, settings, roles, passwords, enable/disable, unlock, removal.
+// Every change that should end existing sessions bumps token_generation. A change that would
+// leave no enabled admin is refused (the last admin cannot be removed, demoted or disabled).
 
 import type { Lang } from '../../app/config.js';
 import type { Clock } from '../../platform/clock.js';
 import { conflict, invalid, notFound } from '../../platform/errors.js';
 import { isUniqueViolation } from '../../platform/sql/database.js';
 import type { UserRow, UserUpdate } from '../../platform/sql/schema.js';
-import type { AuditLog } from '../audit/audit-log.js';
+import type { AuditEntry, AuditLog } from '../audit/audit-log.js';
 import { hashPassword } from '../auth/passwords.js';
-import type { UserStore } from './user-store.js';
+import { isRole, ROLES, type Role, roleOf } from './roles.js';
+import type { UserSearch, UserStore } from './user-store.js';
 import { isEmail, isLang, isUserName, normalizeMobile } from './validation.js';
 
-/** A password set, or an account enabled by an administrator, lifts a password-recovery lock. */
+export type { UserSearch } from './user-store.js';
+
+/** A password set, or an account enabled or unlocked by an administrator, lifts a password-recovery lock. */
 const RECOVERY_UNLOCKED = {
   recovery_failures: 0,
   recovery_window_end: 0,
@@ -19,10 +23,34 @@ const RECOVERY_UNLOCKED = {
   recovery_locks: 0,
 } satisfies UserUpdate;
 
+export const LAST_ADMIN = 'the last enabled admin cannot be removed, demoted or disabled';
+
 export interface UserFields {
   email?: string | null;
   mobile?: string | null;
   lang?: string;
+  role?: string;
+}
+
+/** Who makes a change: the operator's command line, or an admin account over the admin API. */
+export interface ChangedBy {
+  via: 'cli' | 'admin';
+  /** The acting account (audit rows' actor). */
+  actor?: string;
+  remote?: string | null;
+}
+
+export const BY_CLI: ChangedBy = { via: 'cli' };
+
+/** The audit row of a change to `user` made `by` someone. */
+const entryBy = (by: ChangedBy, event: AuditEntry['event'], user: string, detail: AuditEntry['detail']) =>
+  ({ event, user, actor: by.actor ?? null, remote: by.remote ?? null, detail }) satisfies AuditEntry;
+
+/** Whether `patch` (or a removal) takes away an enabled admin's role or access. */
+function losesAdmin(row: UserRow, patch: UserUpdate | 'removal'): boolean {
+  if (roleOf(row) !== 'admin' || !row.enabled) return false;
+  if (patch === 'removal') return true;
+  return (patch.role !== undefined && patch.role !== 'admin') || patch.enabled === 0;
 }
 
 export class UserService {
@@ -60,14 +88,21 @@ export class UserService {
       if (!isLang(fields.lang)) throw invalid(`language must be pt, en or es, got "${fields.lang}"`);
       out.lang = fields.lang;
     }
+    if (fields.role !== undefined) out.role = checkRole(fields.role);
     return out;
   }
 
-  async create(name: string, fields: UserFields, password: string | null): Promise<UserRow> {
+  async create(
+    name: string,
+    fields: UserFields,
+    password: string | null,
+    by: ChangedBy = BY_CLI,
+  ): Promise<UserRow> {
     if (!isUserName(name)) throw invalid('user name must be 1-64 characters of A-Z a-z 0-9 . _ @ -');
     const clean = this.cleanFields(fields);
     if (password !== null) this.checkPasswordPolicy(password);
     const now = this.clock.now();
+    const role = (clean.role ?? 'user') as Role;
     try {
       const user = await this.store.insert({
         name,
@@ -75,16 +110,19 @@ export class UserService {
         email: clean.email ?? null,
         mobile: clean.mobile ?? null,
         lang: clean.lang ?? this.opts.defaultLang,
+        role,
         enabled: 1,
         first_access: password === null ? 1 : 0,
         password_hash: password === null ? null : await hashPassword(password),
         token_generation: 0,
+        last_sign_in_at: null,
         failed_logins: 0,
         locked_until: 0,
         created_at: now,
         updated_at: now,
       });
-      await this.audit.record({ event: 'user.created', user: user.name, detail: 'cli' });
+      const detail = role === 'user' ? by.via : `${by.via}; role=${role}`;
+      await this.audit.record(entryBy(by, 'user.created', user.name, detail));
       return user;
     } catch (err) {
       if (isUniqueViolation(err)) throw conflict(`user "${name}" already exists`);
@@ -114,15 +152,42 @@ export class UserService {
     return this.store.list();
   }
 
-  async update(name: string, fields: UserFields): Promise<UserRow> {
-    const user = await this.get(name);
-    await this.store.update(user.id, { ...this.cleanFields(fields), updated_at: this.clock.now() });
-    await this.audit.record({
-      event: 'user.updated',
-      user: user.name,
-      detail: Object.keys(fields).join(','),
+  /** One page of accounts matching `filter`, in name order. */
+  search(filter: UserSearch): Promise<UserRow[]> {
+    return this.store.search(filter, this.clock.now());
+  }
+
+  /**
+   * Writes `patch(row)` to the account and its audit row in one transaction, under the admins'
+   * lock, against the row as it is then; refuses (conflict) a change that would leave no enabled
+   * admin. Returns the account as written.
+   */
+  private async change(
+    name: string,
+    patch: (row: UserRow) => UserUpdate,
+    entry: (row: UserRow) => AuditEntry,
+  ): Promise<UserRow> {
+    const { id } = await this.get(name);
+    await this.store.withAdminsLocked(async (trx) => {
+      const row = await this.store.byId(id, trx);
+      if (!row) throw notFound(`no user "${name}"`);
+      const update = { ...patch(row), updated_at: this.clock.now() };
+      if (losesAdmin(row, update) && (await this.store.otherEnabledAdmins(row.id, trx)) === 0)
+        throw conflict(LAST_ADMIN);
+      await this.store.update(row.id, update, trx);
+      await this.audit.record(entry(row), trx);
     });
     return this.get(name);
+  }
+
+  async update(name: string, fields: UserFields, by: ChangedBy = BY_CLI): Promise<UserRow> {
+    const clean = this.cleanFields(fields);
+    const changed = Object.keys(fields).map((k) => (k === 'role' ? `role=${clean.role}` : k));
+    return this.change(
+      name,
+      () => clean,
+      (row) => entryBy(by, 'user.updated', row.name, changed.join(',')),
+    );
   }
 
   /** Sets a new password, leaves first-access state, clears lockout and revokes earlier tokens. */
@@ -145,17 +210,25 @@ export class UserService {
     await this.audit.record({ event: 'password.changed', user: user.name, remote, detail: via });
   }
 
-  async setEnabled(name: string, enabled: boolean): Promise<void> {
-    const user = await this.get(name);
-    const patch: UserUpdate = { enabled: enabled ? 1 : 0, updated_at: this.clock.now() };
-    if (!enabled) patch.token_generation = user.token_generation + 1;
-    else Object.assign(patch, { failed_logins: 0, locked_until: 0, ...RECOVERY_UNLOCKED });
-    await this.store.update(user.id, patch);
-    await this.audit.record({
-      event: enabled ? 'user.enabled' : 'user.disabled',
-      user: user.name,
-      detail: 'cli',
-    });
+  /** Disabling ends the account's sessions; enabling clears a sign-in lock and a recovery lock. */
+  async setEnabled(name: string, enabled: boolean, by: ChangedBy = BY_CLI): Promise<UserRow> {
+    return this.change(
+      name,
+      (row) =>
+        enabled
+          ? { enabled: 1, failed_logins: 0, locked_until: 0, ...RECOVERY_UNLOCKED }
+          : { enabled: 0, token_generation: row.token_generation + 1 },
+      (row) => entryBy(by, enabled ? 'user.enabled' : 'user.disabled', row.name, by.via),
+    );
+  }
+
+  /** Ends a sign-in lockout and a password-recovery lockout. */
+  async unlock(name: string, by: ChangedBy = BY_CLI): Promise<UserRow> {
+    return this.change(
+      name,
+      () => ({ failed_logins: 0, locked_until: 0, ...RECOVERY_UNLOCKED }),
+      (row) => entryBy(by, 'user.unlocked', row.name, by.via),
+    );
   }
 
   /**
@@ -163,10 +236,22 @@ export class UserService {
    * the links to every file in its area and backup, whose contents the sweeper then deletes
    * (UserStore.remove). Files it sent into other users' areas stay with them.
    */
-  async remove(name: string): Promise<UserRow & { filesPurged: number }> {
-    const user = await this.get(name);
-    const filesPurged = await this.store.remove(user.id, this.clock.now());
-    await this.audit.record({ event: 'user.removed', user: user.name, detail: { via: 'cli', filesPurged } });
-    return { ...user, filesPurged };
+  async remove(name: string, by: ChangedBy = BY_CLI): Promise<UserRow & { filesPurged: number }> {
+    const { id } = await this.get(name);
+    return this.store.withAdminsLocked(async (trx) => {
+      const user = await this.store.byId(id, trx);
+      if (!user) throw notFound(`no user "${name}"`);
+      if (losesAdmin(user, 'removal') && (await this.store.otherEnabledAdmins(user.id, trx)) === 0)
+        throw conflict(LAST_ADMIN);
+      const filesPurged = await this.store.remove(trx, user.id, this.clock.now());
+      await this.audit.record(entryBy(by, 'user.removed', user.name, { via: by.via, filesPurged }), trx);
+      return { ...user, filesPurged };
+    });
   }
+}
+
+/** A role named on the command line or in the API, or a refusal naming the roles there are. */
+export function checkRole(value: string): Role {
+  if (!isRole(value)) throw invalid(`role must be ${ROLES.join(', ')}, got "${value}"`);
+  return value;
 }

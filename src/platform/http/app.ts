@@ -10,8 +10,10 @@ import Fastify, {
   LogController,
   type preHandlerHookHandler,
 } from 'fastify';
+import type { TSchema } from 'typebox';
 import type { Services } from '../../app/services.js';
 import { adminRoutes } from '../../features/admin/routes.js';
+import { ADMIN_USER_SCHEMAS } from '../../features/admin/schemas-users.js';
 import { authRoutes } from '../../features/auth/routes.js';
 import { fileRoutes } from '../../features/files/routes.js';
 import { secureLinkRoutes } from '../../features/links/routes.js';
@@ -46,6 +48,9 @@ declare module 'fastify' {
     quietLog?: boolean;
   }
 }
+
+/** The named response schemas the slices keep (beside schemas.ts's COMPONENTS): in openapi.json too. */
+export const FEATURE_SCHEMAS: TSchema[] = [...ADMIN_USER_SCHEMAS];
 
 /** What a test sees of every response (test/helpers/server.ts checks it against its schema). */
 export interface SentResponse {
@@ -118,7 +123,7 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
   logEachRequest(app, services);
   addSecurityHeaders(app, config, securityHeaders);
   await registerBodyParsersAndLimits(app, services);
-  await describeApi(app, config);
+  await describeApi(app, config, FEATURE_SCHEMAS);
   answerErrors(app);
   await serveApiDocs(app, config);
   if (opts.onResponseSent) reportResponses(app, opts.onResponseSent);

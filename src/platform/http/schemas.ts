@@ -35,6 +35,9 @@ const success = (handler: string) => ({
 
 const successUser = Type.String({ description: 'User name (the uploader, for link endpoints).' });
 
+// For the response schemas of the slices (their schemas-*.ts files): closed objects, success envelopes.
+export { closed, success as successFields };
+
 /** Interface §2.2 on errors: the envelope with the status and its text, and maybe a safe `detail`. */
 export const ErrorEnvelope = Type.Object(
   {

@@ -6,6 +6,14 @@ import type { FileWithLink } from './lookups.js';
 
 export const PAGE_SIZE = 100;
 
+/** An account's files and bytes in its area and backup area. */
+export interface AccountUsage {
+  areaFiles: number;
+  areaBytes: number;
+  backupFiles: number;
+  backupBytes: number;
+}
+
 export class FileListing {
   constructor(private readonly db: Db) {}
 
@@ -36,6 +44,24 @@ export class FileListing {
       const link = byFile.get(file.id);
       return link ? [{ file, link }] : [];
     });
+  }
+
+  /** How many files, and bytes, an account holds in its area and its backup area. */
+  async usage(ownerId: number): Promise<AccountUsage> {
+    const rows = await this.db
+      .selectFrom('files')
+      .select((eb) => ['state', eb.fn.countAll().as('n'), eb.fn.sum<number | string>('length').as('bytes')])
+      .where('owner_id', '=', ownerId)
+      .where('state', 'in', ['area', 'backup'])
+      .groupBy('state')
+      .execute();
+    const of = (state: string) => rows.find((r) => r.state === state);
+    return {
+      areaFiles: Number(of('area')?.n ?? 0),
+      areaBytes: Number(of('area')?.bytes ?? 0),
+      backupFiles: Number(of('backup')?.n ?? 0),
+      backupBytes: Number(of('backup')?.bytes ?? 0),
+    };
   }
 
   owned(keys: string[]): Promise<Set<string>> {

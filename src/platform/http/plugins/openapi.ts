@@ -5,6 +5,7 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
+import type { TSchema } from 'typebox';
 import type { Config } from '../../../app/config.js';
 import { APIVER } from '../presenters.js';
 import { COMPONENTS } from '../schemas.js';
@@ -23,10 +24,13 @@ export const DOCS_CSP = csp({
   base: ["'none'"],
 });
 
-/** The document: every tagged route's schemas, paths relative to {base_url}. */
-export async function describeApi(app: FastifyInstance, config: Config): Promise<void> {
+/**
+ * The document: every tagged route's schemas, paths relative to {base_url}. `more`: the named
+ * response schemas of the slices that keep their own (features/admin/schemas-*.ts).
+ */
+export async function describeApi(app: FastifyInstance, config: Config, more: TSchema[] = []): Promise<void> {
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
-  for (const schema of COMPONENTS) app.addSchema(schema);
+  for (const schema of [...COMPONENTS, ...more]) app.addSchema(schema);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
