@@ -66,9 +66,6 @@ describe('admin console', { skip: browserSkip() }, () => {
   let admin: OpenedPage;
   let fileId = 0;
 
-  const setRole = (name: string, role: string) =>
-    t.server.services.db.updateTable('users').set({ role }).where('name', '=', name).execute();
-
   before(async () => {
     mail = await MailSink.start();
     sms = await HttpPeer.start();
@@ -82,11 +79,9 @@ describe('admin console', { skip: browserSkip() }, () => {
       },
       startWorkers: false,
     });
-    await t.createUser('root', 'root-password', { lang: 'en' });
+    await t.createUser('root', 'root-password', { lang: 'en', role: 'admin' });
     await t.createUser('mere', 'mere-password', { lang: 'en' });
-    await t.createUser('audra', 'audra-password', { lang: 'en' });
-    await setRole('root', 'admin');
-    await setRole('audra', 'auditor');
+    await t.createUser('audra', 'audra-password', { lang: 'en', role: 'auditor' });
     browser = await launchBrowser();
     admin = await open();
   });
