@@ -3,7 +3,8 @@
 // the S3 rows; `npm run bench -- scale` the scale-out benchmark (bench/scale.ts); `npm run bench --
 // auth` Basic vs Bearer upload latency (bench/auth.ts); `npm run bench --
 // small` many small requests from many clients next to nginx (bench/small.ts); `npm run bench --
-// tus` resumable uploads next to POST /upload (bench/tus.ts). Each runs as its
+// tus` resumable uploads next to POST /upload (bench/tus.ts); `npm run bench -- admin-stats` the
+// admin statistics over a million audit rows (bench/admin-stats.ts). Each runs as its
 // own process so each keeps its own deadline and clean-up.
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
@@ -20,6 +21,7 @@ if (args[0] === 's3') process.exit(run('s3.js', args.slice(1)));
 if (args[0] === 'auth') process.exit(run('auth.js', args.slice(1)));
 if (args[0] === 'small') process.exit(run('small.js', args.slice(1)));
 if (args[0] === 'tus') process.exit(run('tus.js', args.slice(1)));
+if (args[0] === 'admin-stats') process.exit(run('admin-stats.js', args.slice(1)));
 let status = run('transfer.js', args);
 if (status === 0 && !args.includes('--help') && (await s3Available())) {
   // The S3 rows take the same size and number of runs.

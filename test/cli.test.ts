@@ -380,6 +380,7 @@ describe('remessa CLI', () => {
         'file_id',
         'detail',
         'actor',
+        'bytes',
         'time',
       ]);
       assert.equal(e['remote'], '127.0.0.1');

@@ -89,6 +89,7 @@ const NATIVE_IMPORTERS: Record<string, string> = {
  */
 const STORE_READS: Record<string, string> = {
   'admin → files': "an account's usage (admin API) counts the files of its area and backup",
+  'admin → notify': "the admin's outbox report lists messages and turns a failed one back to pending",
   'auth → users': 'password checks and token generations read the account row',
   'recovery → users': 'recovery and first access read and lock the account row',
   'links → files': "a link names its file's row",

@@ -1,7 +1,7 @@
 // Composition root: builds every domain service from the config, area by area
 // (service-builders.ts). The CLI and the server share it.
-
 import type { UserAdminService } from '../features/admin/user-admin-service.js';
+import { type AdminReports, createAdminReports } from '../features/admin/reports.js';
 import type { AuditLog } from '../features/audit/audit-log.js';
 import type { AuthService } from '../features/auth/auth-service.js';
 import type { FileService } from '../features/files/file-service.js';
@@ -79,6 +79,8 @@ export interface Services {
   metrics: Metrics;
   /** Resumable (tus) uploads. */
   uploads: UploadService;
+  /** The admin API's reports: audit search, transfers, outbox, statistics. */
+  adminReports: AdminReports;
   /** Jobs `remessa serve` runs in the background (each domain adds its own). */
   jobs: BackgroundJob[];
   close(): Promise<void>;
@@ -161,6 +163,7 @@ async function assemble(
     readiness: new Readiness({ db, blobs, clock, storeIdentity: storage.storeIdentity }),
     metrics,
     uploads,
+    adminReports: createAdminReports({ db, dialect: database.dialect, clock, audit, outbox: outbox.outbox, notify }),
     jobs,
     close: () => shutDown(core, files, notify, blobs),
   };

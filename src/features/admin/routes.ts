@@ -8,6 +8,10 @@ import { forbidden } from '../../platform/errors.js';
 import { currentUser, requireUser } from '../../platform/http/auth-hooks.js';
 import { canAdminister, canAudit, roleOf } from '../users/roles.js';
 import { adminUserRoutes } from './routes-users.js';
+import { auditRoutes } from './routes-audit.js';
+import { outboxRoutes } from './routes-outbox.js';
+import { statsRoutes } from './routes-stats.js';
+import { transferRoutes } from './routes-transfers.js';
 
 /** A read (GET, HEAD) needs an auditor or an admin, a change an admin: the role just read. */
 export async function requireAdminRole(request: FastifyRequest): Promise<void> {
@@ -21,4 +25,8 @@ export const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.addHook('preValidation', requireUser);
   app.addHook('preValidation', requireAdminRole);
   await app.register(adminUserRoutes);
+  await app.register(auditRoutes);
+  await app.register(transferRoutes);
+  await app.register(outboxRoutes);
+  await app.register(statsRoutes);
 };

@@ -7,6 +7,7 @@ import type { GroupCommit, MergedWork } from '../../platform/sql/group-commit.js
 import type { Dialect } from '../../platform/sql/migrations.js';
 import type { AuditRow } from '../../platform/sql/schema.js';
 import { afterCommit } from '../../platform/sql/transaction.js';
+import { eventPrefix, userIs } from './audit-search.js';
 
 export type AuditEventName =
   | 'user.created'
@@ -40,12 +41,13 @@ export type AuditEventName =
   | 'notify.queued'
   | 'notify.sent'
   | 'notify.logged'
-  | 'notify.failed';
+  | 'notify.failed'
+  | 'notify.retried';
 
 export interface AuditEntry {
   event: AuditEventName;
   user?: string | null;
-  /** The account that acted when it is not `user` (an admin changing another account). */
+  /** The account that acted when it is not `user` (an admin changing another account or retrying a message). */
   actor?: string | null;
   remote?: string | null;
   fileId?: number | null;
@@ -135,6 +137,7 @@ export class AuditLog {
       file_id: param('file_id'),
       detail: param('detail'),
       actor: param('actor'),
+      bytes: param('bytes'),
     });
     if (deps.dialect === 'sqlite') {
       const insert = compiledQuery(db, (param: Param<AuditRowValues>) =>
@@ -147,11 +150,13 @@ export class AuditLog {
       );
       this.insertRow = async (row, on) => (await insert.first(row, on))!.id;
     }
-    this.setDetail = compiledQuery(db, (param: Param<{ id: number; detail: string | null }>) =>
-      db
-        .updateTable('audit')
-        .set({ detail: param('detail') })
-        .where('id', '=', param('id')),
+    this.setDetail = compiledQuery(
+      db,
+      (param: Param<{ id: number; detail: string | null; bytes: number | null }>) =>
+        db
+          .updateTable('audit')
+          .set({ detail: param('detail'), bytes: param('bytes') })
+          .where('id', '=', param('id')),
     );
   }
 
@@ -213,11 +218,13 @@ export class AuditLog {
    */
   async finishAll(rows: { id: number; entry: AuditEntry }[], db: Db): Promise<void> {
     const at = this.clock.now();
-    const details = rows.map(({ id, entry }) => ({ id, detail: rowOf(entry, at).detail }));
+    const details = rows.map(({ id, entry }) => ({ id, ...rowOf(entry, at) }));
     if (this.dialect === 'postgres' && details.length > 1) {
-      const values = sql.join(details.map((d) => sql`(${d.id}::integer, ${d.detail}::text)`));
-      await sql`update audit set detail = v.detail from (values ${values}) as v(id, detail)
-        where audit.id = v.id`.execute(db);
+      const values = sql.join(
+        details.map((d) => sql`(${d.id}::integer, ${d.detail}::text, ${d.bytes}::bigint)`),
+      );
+      await sql`update audit set detail = v.detail, bytes = v.bytes
+        from (values ${values}) as v(id, detail, bytes) where audit.id = v.id`.execute(db);
     } else {
       for (const d of details) await this.setDetail.all(d, db);
     }
@@ -256,16 +263,10 @@ export class AuditLog {
   /** The newest rows query() reads, newest first (a test checks which index serves it). */
   selection(filter: AuditFilter = {}) {
     let q = this.db.selectFrom('audit').selectAll();
-    // User names match case-insensitively everywhere, so `--user user1` finds USER1
-    // (through the index on lower(user_name) of the rows that have one, migrations 0019 and 0021).
-    if (filter.user)
-      q = q
-        .where((eb) => eb.fn('lower', ['user_name']), '=', filter.user.toLowerCase())
-        .where('user_name', 'is not', null);
-    if (filter.event) {
-      // "login" matches login and login.failed; "login." only the sub-events.
-      q = q.where((eb) => eb.or([eb('event', '=', filter.event!), eb('event', 'like', `${filter.event}.%`)]));
-    }
+    // User names match case-insensitively everywhere, so `--user user1` finds USER1.
+    if (filter.user) q = q.where((eb) => userIs(eb, filter.user!));
+    // "login" matches login and login.failed; "login." only the sub-events.
+    if (filter.event) q = q.where((eb) => eventPrefix(eb, filter.event!));
     if (filter.since !== undefined) q = q.where('at', '>=', filter.since);
     if (filter.until !== undefined) q = q.where('at', '<=', filter.until);
     return q.orderBy('id', 'desc').limit(filter.limit ?? 1000);
@@ -273,6 +274,9 @@ export class AuditLog {
 }
 
 type AuditRowValues = ReturnType<typeof rowOf>;
+
+/** Events whose detail's `bytes` is also kept in the row's column (the statistics sum it). */
+const BYTE_EVENTS: ReadonlySet<AuditEventName> = new Set(['upload', 'download']);
 
 function rowOf(entry: AuditEntry, at: number) {
   const detail =
@@ -289,5 +293,12 @@ function rowOf(entry: AuditEntry, at: number) {
     file_id: entry.fileId ?? null,
     detail,
     actor: entry.actor ?? null,
+    bytes: bytesOf(entry),
   };
+}
+
+function bytesOf(entry: AuditEntry): number | null {
+  if (!BYTE_EVENTS.has(entry.event) || typeof entry.detail !== 'object' || entry.detail === null) return null;
+  const bytes = entry.detail['bytes'];
+  return typeof bytes === 'number' ? bytes : null;
 }

@@ -164,6 +164,46 @@ export class OutboxStore {
     return q.orderBy('id', 'desc').limit(filter.limit).execute();
   }
 
+  /**
+   * A page of messages, newest first, below id `before` (null: from the newest), without their
+   * sealed text: the admin's outbox report.
+   */
+  page(
+    filter: { status?: string; channel?: string },
+    before: number | null,
+    limit: number,
+  ): Promise<Omit<OutboxRow, 'payload'>[]> {
+    const { status, channel } = filter;
+    return this.db
+      .selectFrom('outbox')
+      .select(LISTED)
+      .$if(status !== undefined, (q) => q.where('status', '=', status!))
+      .$if(channel !== undefined, (q) => q.where('channel', '=', channel!))
+      .$if(before !== null, (q) => q.where('id', '<', before!))
+      .orderBy('id', 'desc')
+      .limit(limit)
+      .execute();
+  }
+
+  /** One message without its sealed text. */
+  listed(id: number, db: Db = this.db): Promise<Omit<OutboxRow, 'payload'> | undefined> {
+    return db.selectFrom('outbox').select(LISTED).where('id', '=', id).executeTakeFirst();
+  }
+
+  /**
+   * A failed message back to pending, due at `now`: a conditional update, so of several callers
+   * (requests, instances) exactly one gets true; false when it is not failed (any more).
+   */
+  async retryFailed(id: number, now: number, db: Db = this.db): Promise<boolean> {
+    const res = await db
+      .updateTable('outbox')
+      .set({ status: 'pending', next_attempt_at: now, claimed_until: 0 })
+      .where('id', '=', id)
+      .where('status', '=', 'failed')
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) === 1;
+  }
+
   /** The messages of one kind about some files, oldest first. */
   aboutFiles(fileIds: number[], kind: string): Promise<OutboxRow[]> {
     if (fileIds.length === 0) return Promise.resolve([]);
@@ -193,6 +233,24 @@ export class OutboxStore {
       .executeTakeFirst();
   }
 }
+
+/** Every column of a message but its sealed text. */
+const LISTED = [
+  'id',
+  'channel',
+  'recipient',
+  'kind',
+  'status',
+  'attempts',
+  'next_attempt_at',
+  'claimed_until',
+  'last_error',
+  'file_id',
+  'user_name',
+  'created_at',
+  'sent_at',
+  'last_attempt_at',
+] as const;
 
 /** An earlier message of the same sequence (channel, recipient, file) as the outer row, still pending. */
 function earlierPending(eb: ExpressionBuilder<Database, 'outbox'>) {

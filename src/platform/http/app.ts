@@ -14,6 +14,7 @@ import type { TSchema } from 'typebox';
 import type { Services } from '../../app/services.js';
 import { adminRoutes } from '../../features/admin/routes.js';
 import { ADMIN_USER_SCHEMAS } from '../../features/admin/schemas-users.js';
+import { ADMIN_REPORT_SCHEMAS } from '../../features/admin/schemas-reports.js';
 import { authRoutes } from '../../features/auth/routes.js';
 import { fileRoutes } from '../../features/files/routes.js';
 import { secureLinkRoutes } from '../../features/links/routes.js';
@@ -50,7 +51,7 @@ declare module 'fastify' {
 }
 
 /** The named response schemas the slices keep (beside schemas.ts's COMPONENTS): in openapi.json too. */
-export const FEATURE_SCHEMAS: TSchema[] = [...ADMIN_USER_SCHEMAS];
+export const FEATURE_SCHEMAS: TSchema[] = [...ADMIN_USER_SCHEMAS, ...ADMIN_REPORT_SCHEMAS];
 
 /** What a test sees of every response (test/helpers/server.ts checks it against its schema). */
 export interface SentResponse {

@@ -27,7 +27,8 @@ const envelopeFields = {
   }),
 };
 
-const success = (handler: string) => ({
+/** The fields of a success envelope of `handler` (a slice's routes compose their answers with it). */
+export const success = (handler: string) => ({
   ...envelopeFields,
   status: Type.Literal(0),
   description: Type.Literal(`${handler}:succsessfully`),
@@ -274,6 +275,11 @@ const ref = (id: string) => ({ $ref: id });
 /** A JSON response of a named schema, with one example. */
 export function json(id: string, description: string, example: unknown) {
   return { description, content: { 'application/json': { schema: ref(id), example } } };
+}
+
+/** A JSON response of a schema written in place (its parts may refer to named ones), with one example. */
+export function jsonOf(schema: TSchema, description: string, example: unknown) {
+  return { description, content: { 'application/json': { schema, example } } };
 }
 
 const time = GO_TIME_EXAMPLE;

@@ -48,6 +48,8 @@ export interface AuditTable {
   detail: string | null;
   /** The account that acted when it is not user_name's (an admin changing another account). */
   actor: Generated<string | null>;
+  /** The bytes an upload or download moved (also in its detail); null for other events. */
+  bytes: Generated<number | null>;
 }
 
 export interface FilesTable {
