@@ -11,6 +11,7 @@ import { sql } from 'kysely';
 import { StatsStore } from '../src/features/admin/stats-store.js';
 import { AuditSearch, userIs } from '../src/features/audit/audit-search.js';
 import { openDatabase } from '../src/platform/sql/database.js';
+import { checkAuditCsv, checkAuditSearch, checkHostileParams } from './helpers/admin-audit.js';
 import {
   accountWithRole,
   adminGet,
@@ -20,7 +21,6 @@ import {
   liveHeap,
   sqlitePlan,
 } from './helpers/admin-fixtures.js';
-import { checkAuditCsv, checkAuditSearch, checkHostileParams } from './helpers/admin-audit.js';
 import { checkOutboxRetry } from './helpers/admin-outbox.js';
 import { checkBytesBackfill, checkStats } from './helpers/admin-stats.js';
 import { checkTransfers } from './helpers/admin-transfers.js';

@@ -1,7 +1,8 @@
 // Composition root: builds every domain service from the config, area by area
 // (service-builders.ts). The CLI and the server share it.
-import type { UserAdminService } from '../features/admin/user-admin-service.js';
+
 import { type AdminReports, createAdminReports } from '../features/admin/reports.js';
+import type { UserAdminService } from '../features/admin/user-admin-service.js';
 import type { AuditLog } from '../features/audit/audit-log.js';
 import type { AuthService } from '../features/auth/auth-service.js';
 import type { FileService } from '../features/files/file-service.js';
@@ -163,7 +164,14 @@ async function assemble(
     readiness: new Readiness({ db, blobs, clock, storeIdentity: storage.storeIdentity }),
     metrics,
     uploads,
-    adminReports: createAdminReports({ db, dialect: database.dialect, clock, audit, outbox: outbox.outbox, notify }),
+    adminReports: createAdminReports({
+      db,
+      dialect: database.dialect,
+      clock,
+      audit,
+      outbox: outbox.outbox,
+      notify,
+    }),
     jobs,
     close: () => shutDown(core, files, notify, blobs),
   };

@@ -7,11 +7,11 @@ import type { FastifyRequest } from 'fastify';
 import { forbidden } from '../../platform/errors.js';
 import { currentUser, requireUser } from '../../platform/http/auth-hooks.js';
 import { canAdminister, canAudit, roleOf } from '../users/roles.js';
-import { adminUserRoutes } from './routes-users.js';
 import { auditRoutes } from './routes-audit.js';
 import { outboxRoutes } from './routes-outbox.js';
 import { statsRoutes } from './routes-stats.js';
 import { transferRoutes } from './routes-transfers.js';
+import { adminUserRoutes } from './routes-users.js';
 
 /** A read (GET, HEAD) needs an auditor or an admin, a change an admin: the role just read. */
 export async function requireAdminRole(request: FastifyRequest): Promise<void> {

@@ -13,8 +13,8 @@ import Fastify, {
 import type { TSchema } from 'typebox';
 import type { Services } from '../../app/services.js';
 import { adminRoutes } from '../../features/admin/routes.js';
-import { ADMIN_USER_SCHEMAS } from '../../features/admin/schemas-users.js';
 import { ADMIN_REPORT_SCHEMAS } from '../../features/admin/schemas-reports.js';
+import { ADMIN_USER_SCHEMAS } from '../../features/admin/schemas-users.js';
 import { authRoutes } from '../../features/auth/routes.js';
 import { fileRoutes } from '../../features/files/routes.js';
 import { secureLinkRoutes } from '../../features/links/routes.js';
