@@ -1,6 +1,5 @@
 // Composition root: builds every domain service from the config, area by area
 // (service-builders.ts). The CLI and the server share it.
-
 import { type AdminReports, createAdminReports } from '../features/admin/reports.js';
 import type { UserAdminService } from '../features/admin/user-admin-service.js';
 import type { AuditLog } from '../features/audit/audit-log.js';

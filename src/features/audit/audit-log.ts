@@ -226,7 +226,7 @@ export class AuditLog {
       await sql`update audit set detail = v.detail, bytes = v.bytes
         from (values ${values}) as v(id, detail, bytes) where audit.id = v.id`.execute(db);
     } else {
-      for (const d of details) await this.setDetail.all(d, db);
+      for (const { id, detail, bytes } of details) await this.setDetail.all({ id, detail, bytes }, db);
     }
     for (const { entry } of rows) {
       for (const tap of this.taps) await tap(db, entry, at);
