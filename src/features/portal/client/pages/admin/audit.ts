@@ -34,8 +34,8 @@ function auditTable(entries: AuditEntry[]): HTMLElement {
     [
       { label: t('time'), cell: (e) => timeCell(e.time) },
       { label: t('event'), cell: (e) => h('code', {}, e.event) },
-      { label: t('userOrActor'), cell: (e) => e.user ?? t('none'), class: 'wrap' },
-      { label: t('actor'), cell: (e) => e.actor ?? t('none'), class: 'wrap' },
+      { label: t('userOrActor'), cell: (e) => e.user ?? t('none') },
+      { label: t('actor'), cell: (e) => e.actor ?? t('none') },
       { label: t('remote'), cell: (e) => e.remote ?? t('none') },
       {
         label: t('file'),
@@ -43,6 +43,7 @@ function auditTable(entries: AuditEntry[]): HTMLElement {
           e.fileId === null
             ? t('none')
             : h('a', { href: timelineHref(e.fileId) }, t('fileN', { id: e.fileId })),
+        class: 'nowrap',
       },
       { label: t('detail'), cell: (e) => detailText(e.detail), class: 'wide' },
     ],

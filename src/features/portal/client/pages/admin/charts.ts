@@ -27,8 +27,8 @@ export interface ChartSpec {
   series: Series[];
   /** How a value reads (a count, a size). */
   format(value: number): string;
-  /** Whole numbers (counts): the axis is labelled with whole numbers. */
-  integers: boolean;
+  /** Counts get whole numbers on the axis; bytes 1, 2 or 5 KiB, MiB, GiB… */
+  scale: 'count' | 'bytes';
   kind: 'bars' | 'lines';
 }
 
@@ -51,15 +51,18 @@ interface Frame {
 }
 
 /**
- * The top of the y axis, at least `max`: 1, 2 or 5 times a power of ten; for counts under ten an
- * even number, so the middle line is a whole number too.
+ * The top of the y axis, at least `max`: 1, 2 or 5 times a power of ten (of a power of 1024 for
+ * bytes); for counts under ten an even number, so the middle line is a whole number too.
  */
-export function niceMax(max: number, integers: boolean): number {
-  if (max <= 0) return integers ? 2 : 1;
-  if (integers && max <= 10) return Math.max(2, Math.ceil(max) + (Math.ceil(max) % 2));
-  const p = 10 ** Math.floor(Math.log10(max));
-  for (const m of [1, 2, 5, 10]) if (m * p >= max) return m * p;
-  return 10 * p;
+export function niceMax(max: number, scale: 'count' | 'bytes'): number {
+  if (max <= 0) return scale === 'count' ? 2 : 1;
+  if (scale === 'count' && max <= 10) return Math.max(2, Math.ceil(max) + (Math.ceil(max) % 2));
+  let unit = 1;
+  if (scale === 'bytes') while (max / unit >= 1024) unit *= 1024;
+  const v = max / unit;
+  const p = 10 ** Math.floor(Math.log10(v));
+  for (const m of [1, 2, 5, 10]) if (m * p >= v) return m * p * unit;
+  return 10 * p * unit;
 }
 
 const round = (n: number) => Math.round(n * 100) / 100;
@@ -195,7 +198,7 @@ export function chart(spec: ChartSpec): HTMLElement {
   const w = Math.round(Math.min(MAX_W, Math.max(300, window.innerWidth - 72)));
   const fr: Frame = { w, plotW: w - LEFT - RIGHT };
   const max = Math.max(0, ...spec.series.flatMap((se) => se.values));
-  const top = niceMax(max, spec.integers);
+  const top = niceMax(max, spec.scale);
   const titleId = nextId('chart');
   const svg = s(
     'svg',

@@ -54,7 +54,7 @@ function charts(stats: Stats): HTMLElement[] {
       kind: 'bars',
       labels,
       format: count,
-      integers: true,
+      scale: 'count',
       series: [
         { name: t('seriesUploads'), values: values('uploads') },
         { name: t('seriesDownloads'), values: values('downloads') },
@@ -65,7 +65,7 @@ function charts(stats: Stats): HTMLElement[] {
       kind: 'lines',
       labels,
       format: formatSize,
-      integers: false,
+      scale: 'bytes',
       series: [
         { name: t('seriesUploadBytes'), values: values('uploadBytes') },
         { name: t('seriesDownloadBytes'), values: values('downloadBytes') },
@@ -76,7 +76,7 @@ function charts(stats: Stats): HTMLElement[] {
       kind: 'bars',
       labels,
       format: count,
-      integers: true,
+      scale: 'count',
       series: [
         { name: t('seriesFailedSignIns'), values: values('failedSignIns') },
         { name: t('seriesLockouts'), values: values('lockouts') },

@@ -68,7 +68,7 @@ function outboxTable(page: AdminPage, status: HTMLElement) {
     const columns: Column<OutboxMessage>[] = [
       { label: t('created'), cell: (m) => timeCell(m.created) },
       { label: t('kind'), cell: (m) => h('span', {}, h('code', {}, m.kind), ` (${m.channel})`) },
-      { label: t('recipient'), cell: (m) => m.recipient, class: 'wrap' },
+      { label: t('recipient'), cell: (m) => m.recipient },
       {
         label: t('status'),
         cell: (m) =>
@@ -93,6 +93,7 @@ function outboxTable(page: AdminPage, status: HTMLElement) {
               : h('a', { href: timelineHref(m.fileId) }, t('fileN', { id: m.fileId })),
             m.user ? h('span', {}, m.user) : null,
           ),
+        class: 'nowrap',
       },
     ];
     if (canChange(page))

@@ -74,7 +74,7 @@ function transfersTable(files: Transfer[]): HTMLElement {
       { label: t('sender'), cell: (f) => f.sender ?? t('none') },
       { label: t('fileState'), cell: (f) => t(FILE_STATE[f.state] ?? 'stateArea') },
       { label: t('created'), cell: (f) => timeCell(f.created) },
-      { label: t('recipients'), cell: recipientsCell, class: 'wrap' },
+      { label: t('recipients'), cell: recipientsCell },
       { label: t('downloads'), cell: (f) => String(f.downloads), class: 'num' },
     ],
     files,

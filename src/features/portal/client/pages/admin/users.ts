@@ -39,8 +39,8 @@ function usersTable(users: UserSummary[]): HTMLElement {
   return dataTable(
     t('usersTitle'),
     [
-      { label: t('name'), cell: (u) => h('a', { href: userHref(u.name) }, u.name), class: 'wrap' },
-      { label: t('email'), cell: (u) => u.email ?? t('none'), class: 'wrap' },
+      { label: t('name'), cell: (u) => h('a', { href: userHref(u.name) }, u.name) },
+      { label: t('email'), cell: (u) => u.email ?? t('none') },
       { label: t('role'), cell: (u) => t(ROLE_LABEL[u.role] ?? 'roleUser') },
       { label: t('state'), cell: (u) => h('span', { class: 'badges' }, stateBadges(u)) },
       { label: t('lastSignIn'), cell: (u) => (u.lastSignIn ? timeCell(u.lastSignIn) : t('never')) },
