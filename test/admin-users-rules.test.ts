@@ -105,7 +105,9 @@ describe('admin API: the rules of accounts', () => {
     assert.deepEqual([row?.user_name, row?.actor], ['root', 'spare']);
   });
 
-  test('two admins demoting each other at once: one wins, the other gets 409', async (ctx) => {
+  // The loser is refused with 409 when its check of the last admin ran after the winner's change,
+  // or with 403 when even its own role was read after it: either way one admin remains.
+  test('two admins demoting each other at once: one wins, the other is refused', async (ctx) => {
     const { t, auths } = await adminSetup(ctx);
     await t.createUser('root2', 'root2-password-1', { role: 'admin' });
     const root2 = await bearer(t, 'root2', 'root2-password-1');
@@ -114,9 +116,9 @@ describe('admin API: the rules of accounts', () => {
         admin(t, auths.root, 'PATCH', '/users/root2', { role: 'user' }),
         admin(t, root2, 'PATCH', '/users/root', { role: 'user' }),
       ]);
-      assert.deepEqual(
-        answers.map((r) => r.status).sort(),
-        [200, 409],
+      const [first, second] = answers.map((r) => r.status).sort();
+      assert.ok(
+        first === 200 && (second === 403 || second === 409),
         JSON.stringify(answers.map((r) => r.body)),
       );
       const admins = await t.server.services.db
