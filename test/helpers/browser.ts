@@ -49,11 +49,12 @@ export interface OpenedPage {
 
 export async function openPage(
   browser: Browser,
-  opts: { viewport?: { width: number; height: number }; locale?: string } = {},
+  opts: { viewport?: { width: number; height: number }; locale?: string; timezoneId?: string } = {},
 ): Promise<OpenedPage> {
   const context = await browser.newContext({
     viewport: opts.viewport ?? DESKTOP,
     locale: opts.locale ?? 'en-US',
+    ...(opts.timezoneId ? { timezoneId: opts.timezoneId } : {}),
     serviceWorkers: 'block',
   });
   const page = await context.newPage();

@@ -1,6 +1,7 @@
 // The browser portal, served by `remessa serve` itself at config.portalPath (the parent of
 // the API path): the HTML shell, the hashed JS/CSS bundle from dist/portal, the recipient landing
-// page for browsers opening a download link, and the password-change page {base}/auth/change.
+// page for browsers opening a download link, the password-change page {base}/auth/change and the
+// admin console at {portal}admin.
 // Registered from src/platform/http/app.ts outside the API prefix. See docs/portal.md.
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -22,7 +23,7 @@ export const PORTAL_CSP = csp({
   base: ["'none'"],
 });
 
-type PageKind = 'app' | 'landing' | 'change';
+type PageKind = 'app' | 'landing' | 'change' | 'admin';
 
 interface Manifest {
   js: string;
@@ -153,6 +154,8 @@ export async function portalRoutes(app: FastifyInstance): Promise<void> {
   }
 
   app.get(config.portalPath, page('app'));
+  // The admin console (docs/admin.md): the same bundle; the role is checked by the admin API.
+  app.get(`${config.portalPath}admin`, page('admin'));
   app.get(`${config.apiPath}/auth/change`, page('change'));
   app.addConstraintStrategy(browserPageStrategy);
   app.get(

@@ -32,7 +32,7 @@ export class ApiError extends Error {
 export type AuthMode = { basic: { user: string; password: string } } | 'bearer' | 'none';
 
 export interface CallOptions {
-  method?: 'GET' | 'POST' | 'HEAD';
+  method?: 'GET' | 'POST' | 'HEAD' | 'PATCH' | 'DELETE';
   query?: Record<string, string | number | undefined>;
   auth?: AuthMode;
   json?: unknown;
@@ -102,6 +102,28 @@ export async function call<T extends object = object>(
   return (envelope ?? { status: 0, description: '' }) as Envelope & T;
 }
 
+/**
+ * A file the API answers (a CSV export) as a Blob, with the session's bearer token: a plain link
+ * cannot carry the Authorization header.
+ */
+export async function fetchBlob(path: string, query: CallOptions['query'] = {}): Promise<Blob> {
+  let res: Response;
+  try {
+    res = await fetch(apiUrl(path, query), {
+      headers: authHeaders('bearer'),
+      credentials: 'omit',
+      cache: 'no-store',
+    });
+  } catch {
+    throw new ApiError(0, undefined);
+  }
+  if (!res.ok) {
+    if (res.status === 401) endSession('expired');
+    throw new ApiError(res.status, parseEnvelope(await res.text())?.detail);
+  }
+  return res.blob();
+}
+
 /** The words to show for an API failure (callers handle the statuses that mean more). */
 export function errorText(err: unknown): string {
   if (!(err instanceof ApiError)) return t('errServer');
@@ -120,6 +142,8 @@ export function errorText(err: unknown): string {
       return t('errForbidden');
     case 404:
       return t('errNotFound');
+    case 409:
+      return t('errConflict');
     case 413:
       return t('errTooLarge');
     case 429:

@@ -1,6 +1,6 @@
 // Settings the server renders into <meta name="remessa-config"> (no inline script under the CSP).
 
-export type PageKind = 'app' | 'landing' | 'change';
+export type PageKind = 'app' | 'landing' | 'change' | 'admin';
 
 export interface PortalConfig {
   /** Path of the API, e.g. /v1 or /directlink/v1 (same origin as the portal). */
@@ -23,7 +23,7 @@ function readConfig(): PortalConfig {
     portal: parsed.portal ?? '/',
     lang: parsed.lang ?? 'pt',
     idleMinutes: parsed.idleMinutes ?? 30,
-    page: page === 'landing' || page === 'change' ? page : 'app',
+    page: page === 'landing' || page === 'change' || page === 'admin' ? page : 'app',
   };
 }
 

@@ -1,12 +1,14 @@
 // Portal entry: picks the language, draws the header (navigation, language switcher, sign out) and
 // routes to a page. The app pages use hash routes (#/send …); the recipient landing page and the
-// password-change page are served by the server at their API URLs (body data-page).
+// password-change page are served by the server at their API URLs, the admin console at
+// {portal}admin with hash routes of its own (body data-page).
 import { call } from './api.js';
 import { config } from './config.js';
 import { clear, h } from './dom.js';
 import { currentLang, isLang, LANG_NAMES, LANGS, setLang, t } from './i18n.js';
 import { chooseLang, forgetUserLang, pickLang } from './language.js';
 import type { PageContext } from './page-context.js';
+import { adminSections, currentSection, renderAdmin } from './pages/admin/console.js';
 import { renderLanding } from './pages/landing.js';
 import { renderFileList } from './pages/lists.js';
 import { renderChange, renderRecovery } from './pages/password.js';
@@ -40,31 +42,33 @@ function languageSwitcher(): HTMLElement {
   return h('div', { class: 'lang' }, h('label', { for: 'lang-switch' }, t('language')), select);
 }
 
-function header(signedIn: boolean): HTMLElement {
-  const here = route();
+/** The header's navigation: the portal's pages, or the admin console's sections. */
+function navigation(): HTMLElement {
+  const admin = config.page === 'admin';
+  const here = admin ? currentSection() : `#${route()}`;
   const link = (hash: string, label: string) =>
-    h('li', {}, h('a', { href: `#${hash}`, 'aria-current': here === hash ? 'page' : null }, label));
+    h('li', {}, h('a', { href: hash, 'aria-current': here === hash ? 'page' : null }, label));
+  const links = admin
+    ? [
+        ...adminSections().map(([hash, label]) => link(hash, label)),
+        h('li', {}, h('a', { href: config.portal }, t('navPortal'))),
+      ]
+    : [link('#/send', t('navSend')), link('#/received', t('navReceived')), link('#/backup', t('navBackup'))];
+  return h('nav', { 'aria-label': t(admin ? 'adminNavLabel' : 'navLabel') }, h('ul', {}, links));
+}
+
+function header(signedIn: boolean): HTMLElement {
   const session = getSession();
+  const home = config.page === 'admin' ? '#/' : signedIn ? '#/send' : '#/';
   return h(
     'header',
     { class: 'top' },
     h(
       'a',
-      { class: 'brand', href: config.page === 'app' ? (signedIn ? '#/send' : '#/') : config.portal },
+      { class: 'brand', href: config.page === 'app' || config.page === 'admin' ? home : config.portal },
       'Remessa',
     ),
-    signedIn &&
-      h(
-        'nav',
-        { 'aria-label': t('navLabel') },
-        h(
-          'ul',
-          {},
-          link('/send', t('navSend')),
-          link('/received', t('navReceived')),
-          link('/backup', t('navBackup')),
-        ),
-      ),
+    signedIn && navigation(),
     h(
       'div',
       { class: 'tools' },
@@ -99,6 +103,11 @@ function onSessionEnd(reason: EndReason): void {
   forgetUserLang();
   const key = reason === 'idle' ? 'idleSignedOut' : reason === 'expired' ? 'sessionExpired' : 'signedOut';
   flash = t(key, { minutes: config.idleMinutes });
+  // The console keeps its address, so signing in again returns to the same page.
+  if (config.page === 'admin') {
+    if (started) render();
+    return;
+  }
   if (config.page !== 'app') return;
   // Replace the route without a hashchange event, so the message is drawn exactly once.
   if (location.hash !== '#/') history.replaceState(history.state, '', '#/');
@@ -118,11 +127,12 @@ export function render(): void {
     flash,
   };
   flash = null;
-  const signedIn = getSession() !== null && config.page === 'app';
+  const signedIn = getSession() !== null && (config.page === 'app' || config.page === 'admin');
   document.body.append(header(signedIn), main);
   clear(main);
   if (config.page === 'landing') renderLanding(ctx);
   else if (config.page === 'change') renderChange(ctx);
+  else if (config.page === 'admin') renderAdmin(ctx);
   else {
     const r = route();
     const needsSession = r === '/send' || r === '/received' || r === '/backup';

@@ -1,5 +1,6 @@
 // Sign in: username + password → POST {base}/auth/login with Basic; clear words on 401 and lockout.
 import { ApiError, call, errorText } from '../api.js';
+import { config } from '../config.js';
 import { field, h, notice, pageHeading, put, say, usernameInput } from '../dom.js';
 import { t } from '../i18n.js';
 import { loadUserLang } from '../language.js';
@@ -7,6 +8,8 @@ import type { PageContext } from '../page-context.js';
 import { startSession } from '../session.js';
 
 export function renderSignIn(ctx: PageContext): void {
+  // Recovery lives in the portal's own page, also when signing in to the admin console.
+  const portalPrefix = config.page === 'admin' ? config.portal : '';
   const username = usernameInput();
   const password = h('input', {
     name: 'password',
@@ -39,7 +42,9 @@ export function renderSignIn(ctx: PageContext): void {
           });
           startSession({ token: res.bearer, user: res.user ?? user });
           await loadUserLang();
-          ctx.go('#/send');
+          // The admin console signs in where it is and then shows the page that was asked for.
+          if (config.page === 'admin') ctx.refresh();
+          else ctx.go('#/send');
         } catch (err) {
           // Every failed sign-in gets the same answer (locked or not, known user or not).
           const text = err instanceof ApiError && err.status === 401 ? t('badCredentials') : errorText(err);
@@ -58,8 +63,8 @@ export function renderSignIn(ctx: PageContext): void {
     h(
       'ul',
       { class: 'links' },
-      h('li', {}, h('a', { href: '#/forgot' }, t('forgotPassword'))),
-      h('li', {}, h('a', { href: '#/first-access' }, t('firstAccess'))),
+      h('li', {}, h('a', { href: `${portalPrefix}#/forgot` }, t('forgotPassword'))),
+      h('li', {}, h('a', { href: `${portalPrefix}#/first-access` }, t('firstAccess'))),
     ),
   );
   put(ctx.main, pageHeading(t('signInTitle')), ctx.flash ? notice('info', ctx.flash) : null, form);
