@@ -43,6 +43,11 @@ export interface Config {
   tokenSeconds: number;
   lockoutAttempts: number;
   lockoutSeconds: number;
+  /**
+   * false: people sign in only through single sign-on; the token endpoint, /auth/login and Basic
+   * refuse a password and accept an API key (docs/api-keys.md).
+   */
+  passwordLogin: boolean;
   passwordMinLength: number;
   linkDays: number;
   backupDays: number;
@@ -229,6 +234,7 @@ export function loadConfig(env: Source = process.env): Config {
     tokenSeconds: r.int('REMESSA_TOKEN_SECONDS', 3600, 1),
     lockoutAttempts: r.int('REMESSA_LOCKOUT_ATTEMPTS', 5, 1),
     lockoutSeconds: r.int('REMESSA_LOCKOUT_SECONDS', 900, 1),
+    passwordLogin: r.bool('REMESSA_PASSWORD_LOGIN', true),
     passwordMinLength: r.int('REMESSA_PASSWORD_MIN_LENGTH', 8, 1, 1024),
     linkDays: r.int('REMESSA_LINK_DAYS', 7, 1),
     backupDays: r.int('REMESSA_BACKUP_DAYS', 30, 0),

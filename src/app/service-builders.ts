@@ -7,6 +7,8 @@ import { AuthService } from '../features/auth/auth-service.js';
 import { RevokedTokenStore } from '../features/auth/revoked-token-store.js';
 import { FileService } from '../features/files/file-service.js';
 import { FileStore } from '../features/files/file-store.js';
+import { KeyService } from '../features/keys/key-service.js';
+import { KeyStore } from '../features/keys/key-store.js';
 import { LinkStore } from '../features/links/link-store.js';
 import { RecipientNotifier } from '../features/links/recipients.js';
 import { SecureLinks } from '../features/links/secure-links.js';
@@ -75,17 +77,25 @@ export function buildAccounts({ config, database, db, keys, clock, audit }: Core
     defaultLang: config.lang,
     passwordMinLength: config.passwordMinLength,
   });
+  const apiKeys = new KeyService({
+    store: new KeyStore(db),
+    users: userStore,
+    audit,
+    clock,
+    commits: database.commits,
+  });
   const auth = new AuthService({
     users: userStore,
     revoked: new RevokedTokenStore(db),
     audit,
     keys,
+    apiKeys,
     clock,
     commits: database.commits,
     opts: config,
   });
   const rateCounter = new RateCounter(db, clock);
-  return { userStore, users, auth, rateCounter };
+  return { userStore, users, auth, apiKeys, rateCounter };
 }
 
 export type Storage = Awaited<ReturnType<typeof buildStorage>>;

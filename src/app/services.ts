@@ -6,6 +6,7 @@ import type { AuditLog } from '../features/audit/audit-log.js';
 import type { AuthService } from '../features/auth/auth-service.js';
 import type { FileService } from '../features/files/file-service.js';
 import { FileSweeper } from '../features/files/lifecycle.js';
+import type { KeyService } from '../features/keys/key-service.js';
 import type { RecipientNotifier } from '../features/links/recipients.js';
 import type { SecureLinks } from '../features/links/secure-links.js';
 import type { DeliveryTracker } from '../features/links/tracking.js';
@@ -55,6 +56,8 @@ export interface Services {
   /** The admin API's accounts: searches, usage, changes named by the acting admin. */
   userAdmin: UserAdminService;
   auth: AuthService;
+  /** API keys: created, listed, revoked; verified for AuthService. */
+  apiKeys: KeyService;
   /** Request rate limits, counted in the shared database. */
   rateCounter: RateCounter;
   blobs: BlobStore;
@@ -141,7 +144,7 @@ async function assemble(
   const uploads = buildUploads(core, accounts, storage);
   const jobs = backgroundJobs(core, accounts, storage, outbox.notify, uploads);
   const { clock, db, keys, audit, metrics } = core;
-  const { users, auth, rateCounter } = accounts;
+  const { users, auth, apiKeys, rateCounter } = accounts;
   const { blobs, reconciler, files } = storage;
   const { notify } = outbox;
   return {
@@ -154,6 +157,7 @@ async function assemble(
     audit,
     users,
     auth,
+    apiKeys,
     rateCounter,
     blobs,
     reconciler,

@@ -14,7 +14,11 @@ export async function startFuzzTarget(seed: number, numRuns: number): Promise<Fu
   await t.createUser(FUZZ_USER.name, FUZZ_USER.password);
   await t.createUser(GUESSEE.name, GUESSEE.password);
   const user = await t.server.services.users.find(FUZZ_USER.name);
-  const { token } = await t.server.services.auth.issueToken(user!, 'token', null);
+  const { token } = await t.server.services.auth.issueToken(
+    { user: user!, keyId: null, scopes: null },
+    'token',
+    null,
+  );
   return { t, bearer: token, seed, numRuns };
 }
 

@@ -7,6 +7,7 @@ import { DomainError } from '../../platform/errors.js';
 import { ConfigError, loadConfig } from '../config.js';
 import { addAdminCommands } from './admin.js';
 import { addClientCommands } from './client.js';
+import { addKeyCommands } from './keys.js';
 import { addWebhookCommands } from './webhook.js';
 
 const pkg = createRequire(import.meta.url)('../../../../package.json') as { version: string };
@@ -42,6 +43,7 @@ const program = new Command()
 
 addAdminCommands(program);
 addWebhookCommands(program);
+addKeyCommands(program);
 addClientCommands(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {

@@ -5,9 +5,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { forbidden } from '../../platform/errors.js';
-import { currentUser, requireUser } from '../../platform/http/auth-hooks.js';
+import { currentUser, keyScopeOfRoutes, requireUser } from '../../platform/http/auth-hooks.js';
 import { canAdminister, canAudit, roleOf } from '../users/roles.js';
 import { auditRoutes } from './routes-audit.js';
+import { adminKeyRoutes } from './routes-keys.js';
 import { outboxRoutes } from './routes-outbox.js';
 import { statsRoutes } from './routes-stats.js';
 import { transferRoutes } from './routes-transfers.js';
@@ -24,9 +25,12 @@ export async function requireAdminRole(request: FastifyRequest): Promise<void> {
 export const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.addHook('preValidation', requireUser);
   app.addHook('preValidation', requireAdminRole);
+  // A key with scopes reads with admin-read (or admin) and changes with admin.
+  keyScopeOfRoutes(app, (method) => (method === 'GET' || method === 'HEAD' ? 'admin-read' : 'admin'));
   await app.register(adminUserRoutes);
   await app.register(auditRoutes);
   await app.register(transferRoutes);
   await app.register(outboxRoutes);
   await app.register(statsRoutes);
+  await app.register(adminKeyRoutes);
 };

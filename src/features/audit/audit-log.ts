@@ -17,6 +17,8 @@ export type AuditEventName =
   | 'user.removed'
   | 'user.unlocked'
   | 'token.issued'
+  | 'key.created'
+  | 'key.revoked'
   | 'login'
   | 'login.failed'
   | 'user.locked'

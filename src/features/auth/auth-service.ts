@@ -1,11 +1,13 @@
 // Credentials, bearer tokens, lockout and revocation. Knows nothing of HTTP.
 import { errors as joseErrors, jwtVerify, SignJWT } from 'jose';
 import type { Clock } from '../../platform/clock.js';
-import { tooMany, unauthorized } from '../../platform/errors.js';
+import { DomainError, invalid, tooMany, unauthorized } from '../../platform/errors.js';
 import { type Keys, randomToken } from '../../platform/security/keys.js';
 import type { GroupCommit, MergedWork } from '../../platform/sql/group-commit.js';
 import type { UserRow } from '../../platform/sql/schema.js';
 import type { AuditLog } from '../audit/audit-log.js';
+import { parseKey, type Scope } from '../keys/api-keys.js';
+import type { KeyService } from '../keys/key-service.js';
 import type { UserStore } from '../users/user-store.js';
 import { CredentialCache, type CredentialCacheOptions } from './credential-cache.js';
 import { verifyPassword } from './passwords.js';
@@ -22,6 +24,8 @@ interface SignedClaims {
   jti: string;
   /** seconds since the epoch */
   exp: number;
+  /** The API key the token was obtained with: it stops with the key. */
+  key?: string;
 }
 
 /** Failed credential checks one client address may make per minute, on any route (docs/security.md). */
@@ -32,6 +36,8 @@ export const BAD_CREDENTIALS = 'wrong user name or password, or the account is l
 
 export interface AuthOptions {
   baseUrl: string;
+  /** false: people sign in only through single sign-on; a password is refused, a key still works. */
+  passwordLogin: boolean;
   tokenSeconds: number;
   lockoutAttempts: number;
   lockoutSeconds: number;
@@ -42,17 +48,29 @@ export interface IssuedToken {
   expiresIn: number;
 }
 
-export interface BearerSession {
+/** Who made a request, and with what: a password or token (keyId null), or an API key. */
+export interface Principal {
   user: UserRow;
-  jti: string;
+  /** The API key used, directly or to obtain the token; null for a password. */
+  keyId: string | null;
+  /** The key's scopes; null: the owner's rights (features/keys/api-keys.ts). */
+  scopes: readonly Scope[] | null;
+}
+
+export interface BearerSession extends Principal {
+  /** The token's id; null when the bearer is an API key itself. */
+  jti: string | null;
   expiresAt: number;
 }
+
+const PASSWORD: Pick<Principal, 'keyId' | 'scopes'> = { keyId: null, scopes: null };
 
 export interface AuthDeps {
   users: UserStore;
   revoked: RevokedTokenStore;
   audit: AuditLog;
   keys: Keys;
+  apiKeys: KeyService;
   clock: Clock;
   /** Sign-ins (last_sign_in_at) share commits with other requests' writes, as audit rows do. */
   commits: GroupCommit;
@@ -66,6 +84,7 @@ export class AuthService {
   private readonly revoked: RevokedTokenStore;
   private readonly audit: AuditLog;
   private readonly keys: Keys;
+  private readonly apiKeys: KeyService;
   private readonly clock: Clock;
   private readonly opts: AuthOptions;
   private readonly commits: GroupCommit;
@@ -81,6 +100,7 @@ export class AuthService {
       revoked: this.revoked,
       audit: this.audit,
       keys: this.keys,
+      apiKeys: this.apiKeys,
       clock: this.clock,
       opts: this.opts,
       commits: this.commits,
@@ -95,20 +115,48 @@ export class AuthService {
   }
 
   /**
-   * Checks a name and password. Unknown user, wrong password, disabled or locked account all give
-   * the same 401 with the same detail, after the same argon2 work, so no answer tells whether a
-   * user exists; a lock starts after `lockoutAttempts` consecutive failures. An address with
+   * Checks a name with its password or one of its API keys (features/keys). Unknown user, wrong
+   * password or key, disabled or locked account all give the same 401 with the same detail, after
+   * the same argon2 work, so no answer tells whether a user exists; a lock starts after
+   * `lockoutAttempts` consecutive wrong passwords (a wrong key counts only against the address: a
+   * key cannot be guessed, and integrations must not lock their owner out). An address with
    * CREDENTIAL_FAILURES_PER_MINUTE failures in the last minute gets 429 before anything is checked.
    * A name and password verified before against the account's current state skip argon2 (the
-   * credential cache); everything else, and every failure, takes the full path.
+   * credential cache); a key never needs it. With password sign-in off, only a key passes.
    */
-  async checkPassword(name: string, password: string, remote: string | null): Promise<UserRow> {
+  async checkCredentials(name: string, secret: string, remote: string | null): Promise<Principal> {
     const now = this.clock.now();
     if (remote !== null) {
       const recent = await this.audit.countFailedLogins(remote, now - MINUTE);
       if (recent >= CREDENTIAL_FAILURES_PER_MINUTE)
         throw tooMany('too many failed sign-ins from this address: retry in a minute', 60);
     }
+    if (parseKey(secret)) return this.checkKey(name, secret, remote);
+    if (!this.opts.passwordLogin) {
+      await this.recordFailure(name, remote, 'password sign-in is off');
+      throw unauthorized(BAD_CREDENTIALS);
+    }
+    return { user: await this.checkPassword(name, secret, remote, now), ...PASSWORD };
+  }
+
+  /** A key given as the password of `name`: it must be one of that account's. */
+  private async checkKey(name: string, key: string, remote: string | null): Promise<Principal> {
+    try {
+      const principal = await this.apiKeys.verify(key);
+      if (principal.user.name_key !== name.toLowerCase()) throw unauthorized();
+      return principal;
+    } catch (err) {
+      if (!(err instanceof DomainError && err.kind === 'unauthorized')) throw err;
+      await this.recordFailure(name, remote, 'invalid API key');
+      throw unauthorized(BAD_CREDENTIALS);
+    }
+  }
+
+  private recordFailure(name: string, remote: string | null, detail: string): Promise<void> {
+    return this.audit.record({ event: 'login.failed', user: name.slice(0, 64), remote, detail });
+  }
+
+  private async checkPassword(name: string, password: string, remote: string | null, now: number) {
     const user = await this.users.byName(name);
     const cacheKey = this.keys.credentialHash(name.toLowerCase(), password);
     if (this.verified.hit(cacheKey, user)) return this.signedIn(user!);
@@ -157,9 +205,14 @@ export class AuthService {
     return user;
   }
 
-  async issueToken(user: UserRow, via: 'token' | 'login', remote: string | null): Promise<IssuedToken> {
+  async issueToken(
+    { user, keyId }: Principal,
+    via: 'token' | 'login',
+    remote: string | null,
+  ): Promise<IssuedToken> {
     const nowSec = Math.floor(this.clock.now() / 1000);
-    const token = await new SignJWT({ uid: user.id, gen: user.token_generation })
+    const claims = { uid: user.id, gen: user.token_generation, ...(keyId === null ? {} : { key: keyId }) };
+    const token = await new SignJWT(claims)
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
       .setSubject(user.name)
       .setIssuer(this.opts.baseUrl)
@@ -178,15 +231,23 @@ export class AuthService {
 
   /** Verifies a bearer token: signature, issuer, audience, expiry, user state and revocation. */
   async verifyBearer(token: string): Promise<BearerSession> {
+    if (parseKey(token)) return { ...(await this.apiKeys.verify(token)), jti: null, expiresAt: 0 };
     const claims = this.signedClaims.get(token) ?? (await this.verifySignature(token));
     if (claims.exp <= Math.floor(this.clock.now() / 1000)) {
       this.signedClaims.delete(token);
       throw unauthorized('invalid or expired token');
     }
     const user = await this.users.byId(claims.uid);
-    if (!user?.enabled || user.token_generation !== claims.gen) throw unauthorized('token revoked');
+    // A token obtained with a key lives and dies with the key, not with the password: a password
+    // change must not break the scripts that use keys.
+    const stale = claims.key === undefined && user?.token_generation !== claims.gen;
+    if (!user?.enabled || stale) throw unauthorized('token revoked');
     if (await this.revoked.isRevoked(claims.jti)) throw unauthorized('token revoked');
-    return { user, jti: claims.jti, expiresAt: claims.exp * 1000 };
+    const key =
+      claims.key === undefined
+        ? PASSWORD
+        : { keyId: claims.key, scopes: await this.apiKeys.stillValid(claims.key, user.id) };
+    return { user, ...key, jti: claims.jti, expiresAt: claims.exp * 1000 };
   }
 
   /**
@@ -196,7 +257,7 @@ export class AuthService {
    * checked against the clock on every use, and the user and revocation are read every time.
    */
   private async verifySignature(token: string): Promise<SignedClaims> {
-    let payload: { uid?: unknown; gen?: unknown; jti?: string; exp?: number } | undefined;
+    let payload: { uid?: unknown; gen?: unknown; key?: unknown; jti?: string; exp?: number } | undefined;
     // The current key, then (during a secret rotation) the previous one: only a signature that
     // neither key made moves on to the next; an expired or malformed token fails at once.
     for (const key of await this.keys.jwtVerificationKeys()) {
@@ -218,7 +279,9 @@ export class AuthService {
     if (!payload) throw unauthorized('invalid or expired token');
     if (typeof payload.uid !== 'number' || typeof payload.gen !== 'number')
       throw unauthorized('invalid token');
-    const claims = { uid: payload.uid, gen: payload.gen, jti: payload.jti!, exp: payload.exp! };
+    if (payload.key !== undefined && typeof payload.key !== 'string') throw unauthorized('invalid token');
+    const claims: SignedClaims = { uid: payload.uid, gen: payload.gen, jti: payload.jti!, exp: payload.exp! };
+    if (typeof payload.key === 'string') claims.key = payload.key;
     this.signedClaims.set(token, claims);
     // Oldest first out: a bound, not a policy (a token that comes back is verified again).
     if (this.signedClaims.size > MAX_SIGNED_CLAIMS)
@@ -227,6 +290,7 @@ export class AuthService {
   }
 
   async logout(session: BearerSession, remote: string | null): Promise<void> {
+    if (session.jti === null) throw invalid('an API key is not signed out: revoke it instead');
     await this.revoked.revoke(session.jti, session.user.id, session.expiresAt);
     await this.audit.record({ event: 'logout', user: session.user.name, remote });
   }

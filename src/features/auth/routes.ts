@@ -74,8 +74,8 @@ export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const { grant_type, username, password } = request.body;
       if (grant_type !== 'password') throw badRequest('unsupported grant_type');
-      const user = await auth.checkPassword(username, password, request.ip);
-      const issued = await auth.issueToken(user, 'token', request.ip);
+      const principal = await auth.checkCredentials(username, password, request.ip);
+      const issued = await auth.issueToken(principal, 'token', request.ip);
       return reply
         .header('Cache-Control', 'no-store')
         .header('Pragma', 'no-cache')
@@ -105,11 +105,15 @@ export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
         },
       },
       preHandler: requireBasic,
-      config: credentialLimit,
+      config: { ...credentialLimit, keyScope: 'any' },
     },
     async (request, reply) => {
       const user = currentUser(request);
-      const issued = await auth.issueToken(user, 'login', request.ip);
+      const issued = await auth.issueToken(
+        { user, keyId: request.apiKey?.id ?? null, scopes: request.apiKey?.scopes ?? null },
+        'login',
+        request.ip,
+      );
       return reply
         .header('Cache-Control', 'no-store')
         .send(successEnvelope('handlerAuthLogin', user.name, { bearer: issued.token }));
@@ -129,6 +133,7 @@ export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
         },
       },
       preHandler: requireBearer,
+      config: { keyScope: 'any' },
     },
     async (request) => {
       const user = currentUser(request);

@@ -226,6 +226,7 @@ function uploadRoute(app: Api) {
       preHandler: [requireUser, app.uploadSlot],
       bodyLimit: config.maxFileSize,
       config: {
+        keyScope: 'upload',
         streamingBody: {
           types: ['multipart/form-data', 'application/octet-stream'],
           refuse: notAnUploadBody,
@@ -354,7 +355,7 @@ function listRoutes(app: Api) {
         ...errors({ 400: 'Missing or invalid page.', 401: 'User does not exist or password invalid.' }),
       },
     };
-    app.get(path, { schema, preHandler: requireUser }, async (request) => {
+    app.get(path, { schema, preHandler: requireUser, config: { keyScope: 'download' } }, async (request) => {
       const user = currentUser(request);
       const page = Number(request.query.page);
       const rows = await files.list(user, area, page);

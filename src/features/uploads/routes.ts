@@ -7,7 +7,7 @@ import { finished, PassThrough, type Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { currentUser, requireUser } from '../../platform/http/auth-hooks.js';
+import { currentUser, keyScopeOfRoutes, requireUser } from '../../platform/http/auth-hooks.js';
 import { httpStatusOf } from '../../platform/http/error-mapping.js';
 import { fileEntry } from '../../platform/http/file-entry.js';
 import { AppError, badRequest } from '../../platform/http/http-error.js';
@@ -365,6 +365,7 @@ export const uploadRoutes: FastifyPluginAsyncTypebox = async (app) => {
     return payload;
   });
 
+  keyScopeOfRoutes(app, () => 'upload');
   optionsRoutes(app);
   creationRoute(app);
   offsetRoute(app);

@@ -34,7 +34,7 @@ export interface UserFields {
 
 /** Who makes a change: the operator's command line, or an admin account over the admin API. */
 export interface ChangedBy {
-  via: 'cli' | 'admin';
+  via: 'cli' | 'admin' | 'self';
   /** The acting account (audit rows' actor). */
   actor?: string;
   remote?: string | null;

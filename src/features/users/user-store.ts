@@ -200,6 +200,8 @@ export class UserStore {
    */
   async remove(trx: Db, id: number, now: number): Promise<number> {
     await trx.deleteFrom('users').where('id', '=', id).execute();
+    // Its API keys go with it: a later account may be given the same id.
+    await trx.deleteFrom('api_keys').where('user_id', '=', id).execute();
     const files = await trx
       .updateTable('files')
       .set((eb) => ({

@@ -56,6 +56,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
         ),
       ),
       preHandler: requireUser,
+      config: { keyScope: 'webhooks' },
     },
     async (request, reply) => {
       const user = currentUser(request);
@@ -80,6 +81,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
         body: NewWebhook,
       },
       preHandler: requireUser,
+      config: { keyScope: 'webhooks' },
     },
     async (request, reply) => {
       const user = currentUser(request);
@@ -102,6 +104,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
         querystring: DeleteQuery,
       },
       preHandler: requireUser,
+      config: { keyScope: 'webhooks' },
     },
     async (request, reply) => {
       const user = currentUser(request);

@@ -17,6 +17,8 @@ import { ADMIN_REPORT_SCHEMAS } from '../../features/admin/schemas-reports.js';
 import { ADMIN_USER_SCHEMAS } from '../../features/admin/schemas-users.js';
 import { authRoutes } from '../../features/auth/routes.js';
 import { fileRoutes } from '../../features/files/routes.js';
+import { keyRoutes } from '../../features/keys/routes.js';
+import { KEY_SCHEMAS } from '../../features/keys/schemas-keys.js';
 import { secureLinkRoutes } from '../../features/links/routes.js';
 import { deliveryRoutes } from '../../features/links/routes-delivery.js';
 import { healthRoutes } from '../../features/ops/routes.js';
@@ -51,7 +53,7 @@ declare module 'fastify' {
 }
 
 /** The named response schemas the slices keep (beside schemas.ts's COMPONENTS): in openapi.json too. */
-export const FEATURE_SCHEMAS: TSchema[] = [...ADMIN_USER_SCHEMAS, ...ADMIN_REPORT_SCHEMAS];
+export const FEATURE_SCHEMAS: TSchema[] = [...ADMIN_USER_SCHEMAS, ...ADMIN_REPORT_SCHEMAS, ...KEY_SCHEMAS];
 
 /** What a test sees of every response (test/helpers/server.ts checks it against its schema). */
 export interface SentResponse {
@@ -120,6 +122,7 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
   app.decorate('services', services);
   app.decorateRequest('user', null);
   app.decorateRequest('session', null);
+  app.decorateRequest('apiKey', null);
   acceptContentTypeAlias(app);
   logEachRequest(app, services);
   addSecurityHeaders(app, config, securityHeaders);
@@ -138,6 +141,7 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
       await api.register(secureLinkRoutes);
       await api.register(deliveryRoutes);
       await api.register(webhookRoutes);
+      await api.register(keyRoutes);
       await api.register(uploadRoutes);
       await api.register(healthRoutes);
       await api.register(adminRoutes, { prefix: '/admin' });

@@ -1,7 +1,8 @@
 // Reusable authentication for routes: Basic, Bearer, or either (interface §5).
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { BearerSession } from '../../features/auth/auth-service.js';
-import { DomainError } from '../errors.js';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { BearerSession, Principal } from '../../features/auth/auth-service.js';
+import { type Scope, scopeAllows } from '../../features/keys/api-keys.js';
+import { DomainError, forbidden } from '../errors.js';
 import type { UserRow } from '../sql/schema.js';
 import { AppError, badRequest } from './http-error.js';
 
@@ -15,6 +16,12 @@ declare module 'fastify' {
     user: UserRow | null;
     /** Set when the user authenticated with a bearer token (logout needs it). */
     session: BearerSession | null;
+    /** The API key the request was made with (directly or through its token), or null. */
+    apiKey: { id: string; scopes: readonly Scope[] | null } | null;
+  }
+  interface FastifyContextConfig {
+    /** What an API key with scopes must hold to make this request (features/keys/api-keys.ts). */
+    keyScope?: Scope | 'any';
   }
 }
 
@@ -38,35 +45,42 @@ export function parseBasic(header: string): Credentials {
 
 type Scheme = 'basic' | 'bearer';
 
+/** A Basic or Bearer header's principal, or the refusal with the challenge a client answers. */
+async function principalOf(request: FastifyRequest, schemes: readonly Scheme[]): Promise<Principal> {
+  const header = request.headers.authorization;
+  if (!header) throw unauthorized('authorization required', CHALLENGE);
+  const scheme = header.split(' ', 1)[0]!.toLowerCase();
+  const { auth } = request.server.services;
+  if (scheme === 'basic' && schemes.includes('basic')) {
+    const { name, password } = parseBasic(header);
+    return auth.checkCredentials(name, password, request.ip);
+  }
+  if (scheme === 'bearer' && schemes.includes('bearer')) {
+    const token = header.slice(7).trim();
+    if (!token) throw badRequest('malformed Bearer authorization');
+    try {
+      request.session = await auth.verifyBearer(token);
+    } catch (err) {
+      // A Bearer challenge: a Basic one would make browsers pop up a password dialog over the portal.
+      if (err instanceof DomainError && err.kind === 'unauthorized')
+        throw unauthorized(err.detail, BEARER_CHALLENGE);
+      throw err;
+    }
+    return request.session;
+  }
+  throw unauthorized(
+    `use ${schemes.map((s) => (s === 'basic' ? 'Basic' : 'Bearer')).join(' or ')}`,
+    CHALLENGE,
+  );
+}
+
 function authenticator(schemes: readonly Scheme[]) {
   return async function authenticate(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
-    const header = request.headers.authorization;
-    if (!header) throw unauthorized('authorization required', CHALLENGE);
-    const scheme = header.split(' ', 1)[0]!.toLowerCase();
-    const { auth } = request.server.services;
-    if (scheme === 'basic' && schemes.includes('basic')) {
-      const { name, password } = parseBasic(header);
-      request.user = await auth.checkPassword(name, password, request.ip);
-      return;
-    }
-    if (scheme === 'bearer' && schemes.includes('bearer')) {
-      const token = header.slice(7).trim();
-      if (!token) throw badRequest('malformed Bearer authorization');
-      try {
-        request.session = await auth.verifyBearer(token);
-      } catch (err) {
-        // A Bearer challenge: a Basic one would make browsers pop up a password dialog over the portal.
-        if (err instanceof DomainError && err.kind === 'unauthorized')
-          throw unauthorized(err.detail, BEARER_CHALLENGE);
-        throw err;
-      }
-      request.user = request.session.user;
-      return;
-    }
-    throw unauthorized(
-      `use ${schemes.map((s) => (s === 'basic' ? 'Basic' : 'Bearer')).join(' or ')}`,
-      CHALLENGE,
-    );
+    const principal = await principalOf(request, schemes);
+    request.user = principal.user;
+    request.apiKey = principal.keyId === null ? null : { id: principal.keyId, scopes: principal.scopes };
+    if (!scopeAllows(principal.scopes, request.routeOptions.config.keyScope))
+      throw forbidden("this API key's scopes do not cover this request");
   };
 }
 
@@ -78,4 +92,15 @@ export const requireUser = authenticator(['basic', 'bearer']);
 export function currentUser(request: FastifyRequest): UserRow {
   if (!request.user) throw unauthorized();
   return request.user;
+}
+
+/**
+ * Every route registered after this in `app`'s plugin needs `scopeOf(method)` of a key with
+ * scopes (a whole area of the API: the admin API, resumable uploads).
+ */
+export function keyScopeOfRoutes(app: FastifyInstance, scopeOf: (method: string) => Scope): void {
+  app.addHook('onRoute', (route) => {
+    const method = Array.isArray(route.method) ? route.method[0]! : route.method;
+    route.config = { ...route.config, keyScope: route.config?.keyScope ?? scopeOf(method) };
+  });
 }

@@ -22,6 +22,7 @@ export type Handler =
   | 'handlerAuthForget'
   | 'handlerAuthLogout'
   | 'handlerWebhooks'
+  | 'handlerKeys'
   | 'handlerHealth'
   | `handlerAdmin${string}`;
 

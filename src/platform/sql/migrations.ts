@@ -406,6 +406,25 @@ const adminReports = (dialect: Dialect): Migration => ({
   },
 });
 
+// API keys for integrations (src/features/keys): only a hash of each key is kept.
+const apiKeys: Migration = {
+  async up(db: AnyDb) {
+    await db.schema
+      .createTable('api_keys')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('user_id', 'integer', (c) => c.notNull())
+      .addColumn('name', 'text', (c) => c.notNull())
+      .addColumn('key_hash', 'text', (c) => c.notNull())
+      .addColumn('scopes', 'text')
+      .addColumn('created_at', 'bigint', (c) => c.notNull())
+      .addColumn('expires_at', 'bigint')
+      .addColumn('last_used_at', 'bigint')
+      .addColumn('revoked_at', 'bigint')
+      .execute();
+    await db.schema.createIndex('api_keys_user').on('api_keys').column('user_id').execute();
+  },
+};
+
 /**
  * The events the statistics count, as the SQL list of the partial index audit_stats: a query
  * reads through that index only when its WHERE names the same list (src/features/admin/stats-store.ts).
@@ -430,6 +449,7 @@ const migrations = (dialect: Dialect): Record<string, Migration> => ({
   '0023_settings': settings,
   '0024_roles': roles,
   '0025_admin_reports': adminReports(dialect),
+  '0026_api_keys': apiKeys,
 });
 
 class StaticProvider implements MigrationProvider {

@@ -212,6 +212,23 @@ export interface CommitMarksTable {
   at: number;
 }
 
+/** features/keys: an API key, of which only the SHA-256 of its secret part is kept. */
+export interface ApiKeysTable {
+  /** the key's public id, also its first part (features/keys/api-keys.ts) */
+  id: string;
+  user_id: number;
+  name: string;
+  /** hex SHA-256 of the whole key */
+  key_hash: string;
+  /** comma-separated scopes; null: the owner's rights */
+  scopes: string | null;
+  created_at: number;
+  expires_at: number | null;
+  /** written at most once a minute per key and instance */
+  last_used_at: number | null;
+  revoked_at: number | null;
+}
+
 /** One value per key, shared by every instance of the installation. */
 export interface SettingsTable {
   key: string;
@@ -234,6 +251,7 @@ export interface Database {
   upload_chunks: UploadChunksTable;
   commit_marks: CommitMarksTable;
   settings: SettingsTable;
+  api_keys: ApiKeysTable;
 }
 
 export type UserRow = Selectable<UsersTable>;
@@ -250,3 +268,4 @@ export type BlobIntentRow = Selectable<BlobIntentsTable>;
 export type WebhookRow = Selectable<WebhooksTable>;
 export type UploadRow = Selectable<UploadsTable>;
 export type UploadChunkRow = Selectable<UploadChunksTable>;
+export type ApiKeyRow = Selectable<ApiKeysTable>;
