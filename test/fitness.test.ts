@@ -92,6 +92,7 @@ const STORE_READS: Record<string, string> = {
   'admin → notify': "the admin's outbox report lists messages and turns a failed one back to pending",
   'auth → users': 'password checks and token generations read the account row',
   'recovery → users': 'recovery and first access read and lock the account row',
+  'keys → users': "a key's owner is read with the key, so a disabled or removed account stops it",
   'links → files': "a link names its file's row",
   'links → notify': "delivery tracking reads the outbox rows of a link's messages",
   'uploads → files': 'the last byte of a tus upload commits the file like any upload',
