@@ -8,6 +8,7 @@ import fc from 'fast-check';
 import { httpHead, rawRequest } from '../helpers/raw.js';
 import { basic, ERROR_KEYS, errorKeys, type TestServer } from '../helpers/server.js';
 import { recoveryGuessProperty, reservedNameProperty, webhookUrlProperty } from './abuse.js';
+import { forgedKeyProperty, keyBodyProperty } from './keys.js';
 
 export const FUZZ_USER = { name: 'fuzzer', password: 'fuzzer-password' };
 
@@ -27,6 +28,9 @@ const ROUTES: { path: string; methods: string[] }[] = [
   { path: '/download/pin', methods: ['POST'] },
   { path: '/download/info', methods: ['GET'] },
   { path: '/webhooks', methods: ['GET', 'POST', 'DELETE'] },
+  { path: '/keys', methods: ['GET', 'POST'] },
+  { path: '/keys/0123456789abcdef', methods: ['DELETE'] },
+  { path: '/admin/keys', methods: ['GET'] },
   { path: '/docs', methods: ['GET', 'POST', 'HEAD'] },
   { path: '/docs/json', methods: ['GET', 'PUT'] },
   { path: '/docs/static/index.html', methods: ['GET', 'HEAD', 'DELETE'] },
@@ -310,6 +314,9 @@ export const PROPERTIES = {
   reservedNames: reservedNameProperty,
   recoveryGuessing: recoveryGuessProperty,
   codings: codingsProperty,
+  keyBodies: keyBodyProperty,
+  // Last: its failed sign-ins may leave the address refused (429) for a minute.
+  forgedKeys: forgedKeyProperty,
 } as const;
 
 /** Runs one property with the context's seed and count; fast-check shrinks a failure to its smallest case. */
