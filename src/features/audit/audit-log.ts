@@ -19,6 +19,8 @@ export type AuditEventName =
   | 'token.issued'
   | 'login'
   | 'login.failed'
+  | 'login.oidc'
+  | 'login.oidc.failed'
   | 'user.locked'
   | 'logout'
   | 'password.changed'

@@ -23,6 +23,7 @@ export type Handler =
   | 'handlerAuthLogout'
   | 'handlerWebhooks'
   | 'handlerHealth'
+  | 'handlerAuthSso'
   | `handlerAdmin${string}`;
 
 export function successEnvelope<T extends object>(handler: Handler, user: string | null, extra: T) {
