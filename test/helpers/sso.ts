@@ -23,7 +23,7 @@ export async function assertFailurePage(
   assert.equal(res.status, status, html.slice(0, 400));
   assert.match(res.headers.get('content-type') ?? '', /^text\/html/);
   assert.match(res.headers.get('content-security-policy') ?? '', /script-src 'self'/);
-  assert.ok(html.includes(`<p id="sso-reason">${escape(FAILURE_TEXT[lang].reasons[reason])}</p>`), html);
+  assert.ok(html.includes(`<p id="sso-reason">${htmlText(FAILURE_TEXT[lang].reasons[reason])}</p>`), html);
   assert.ok(html.includes(FAILURE_TEXT[lang].back));
   assert.doesNotMatch(html, /<script/);
   const row = await t.server.services.db
@@ -35,7 +35,7 @@ export async function assertFailurePage(
   assert.ok(row?.detail?.startsWith(`${reason}: `), `audit detail: ${row?.detail}`);
 }
 
-const escape = (s: string) => s.replace(/&/g, '&amp;').replace(/'/g, '&#39;').replace(/"/g, '&quot;');
+const htmlText = (s: string) => s.replace(/&/g, '&amp;').replace(/'/g, '&#39;').replace(/"/g, '&quot;');
 
 export async function userNames(t: TestServer): Promise<string[]> {
   const rows = await t.server.services.db.selectFrom('users').select('name').orderBy('name').execute();
