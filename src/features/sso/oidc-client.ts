@@ -114,8 +114,13 @@ export class OidcClient {
           clientSecret === null ? oidc.None() : oidc.ClientSecretBasic(clientSecret),
           {
             timeout: REQUEST_SECONDS,
-            // http is accepted only for a loopback issuer (config-oidc.ts).
-            ...(url.protocol === 'http:' ? { execute: [oidc.allowInsecureRequests] } : {}),
+            // The ID token's signature is checked against the provider's keys although it came
+            // straight from the token endpoint (which the specification would let a client
+            // trust by TLS alone). http is accepted only for a loopback issuer (config-oidc.ts).
+            execute: [
+              oidc.enableNonRepudiationChecks,
+              ...(url.protocol === 'http:' ? [oidc.allowInsecureRequests] : []),
+            ],
           },
         )
         .catch((err: unknown) => {
