@@ -80,7 +80,7 @@ export const ssoRoutes: FastifyPluginAsyncTypebox = async (app) => {
     return sso;
   };
 
-  app.get('/auth/oidc/start', { schema: { querystring: StartQuery } }, async (request, reply) => {
+  app.get('/auth/oidc/start', { schema: { hide: true, querystring: StartQuery } }, async (request, reply) => {
     const service = enabled();
     const lang = isLang(request.query.lang) ? request.query.lang : null;
     try {
@@ -92,7 +92,7 @@ export const ssoRoutes: FastifyPluginAsyncTypebox = async (app) => {
     }
   });
 
-  app.get('/auth/oidc/callback', async (request, reply) => {
+  app.get('/auth/oidc/callback', { schema: { hide: true } }, async (request, reply) => {
     const service = enabled();
     const q = request.url.indexOf('?');
     try {
