@@ -182,6 +182,7 @@ describe('credential cache bounds', () => {
     recovery_locks: 0,
     role: 'user',
     last_sign_in_at: null,
+    sso_subject: null,
   });
 
   test('holds at most maxEntries, forgetting the least recently used', () => {

@@ -106,6 +106,7 @@ describe('openapi.json', () => {
       'POST /auth/changeParameters',
       'POST /auth/login',
       'POST /auth/logout',
+      'POST /auth/oidc/session',
       'POST /download/pin',
       'POST /download/resend',
       'POST /keys',

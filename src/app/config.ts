@@ -3,6 +3,8 @@
 // the same keys; the environment wins over it.
 import { isIP } from 'node:net';
 import path from 'node:path';
+import type { Role } from '../features/users/roles.js';
+import { oidcSettings } from './config-oidc.js';
 import { ConfigError, loadFileSource, parseSize, Reader, type Source } from './config-reader.js';
 
 export { ConfigError };
@@ -43,10 +45,7 @@ export interface Config {
   tokenSeconds: number;
   lockoutAttempts: number;
   lockoutSeconds: number;
-  /**
-   * false: people sign in only through single sign-on; the token endpoint, /auth/login and Basic
-   * refuse a password and accept an API key (docs/api-keys.md).
-   */
+  /** false: single sign-on only; a password is refused everywhere, a key is not (docs/api-keys.md). */
   passwordLogin: boolean;
   passwordMinLength: number;
   linkDays: number;
@@ -118,6 +117,28 @@ export interface Config {
   metricsPort: number | null;
   /** Address the Prometheus listener binds; loopback unless the operator opens it on purpose. */
   metricsHost: string;
+  /** Single sign-on with OpenID Connect (docs/sso.md); null when REMESSA_OIDC_ISSUER is unset. */
+  oidc: OidcConfig | null;
+}
+
+/** Single sign-on through an OpenID provider (docs/sso.md). */
+export interface OidcConfig {
+  /** The issuer identifier, discovered at the first sign-in (…/.well-known/openid-configuration). */
+  issuer: string;
+  clientId: string;
+  /** null: a public client (PKCE alone). */
+  clientSecret: string | null;
+  scopes: string;
+  /** The sign-in button's label: "Sign in with <name>". */
+  name: string;
+  /** Claims holding the user name, tried in order. */
+  usernameClaims: string[];
+  /** null: single sign-on never changes roles. */
+  roleClaim: string | null;
+  /** Claim value → role (REMESSA_OIDC_ROLE_MAP). */
+  roleMap: Map<string, Role>;
+  /** Unknown people get an account at their first sign-in. */
+  createUsers: boolean;
 }
 
 export interface S3Config {
@@ -242,6 +263,7 @@ export function loadConfig(env: Source = process.env): Config {
     ...storageSettings(r, checked),
     ...notifySettings(r, checked),
     ...limitSettings(r, checked.trustProxy),
+    oidc: oidcSettings(r),
   };
 }
 

@@ -20,6 +20,9 @@ import { transportsFrom } from '../features/notify/transports.js';
 import { Metrics } from '../features/ops/metrics.js';
 import { ChangeTokenStore } from '../features/recovery/change-token-store.js';
 import { RecoveryService } from '../features/recovery/recovery-service.js';
+import { SsoFlowStore } from '../features/sso/flow-store.js';
+import { OidcClient } from '../features/sso/oidc-client.js';
+import { SsoService } from '../features/sso/sign-in-service.js';
 import { UploadService } from '../features/uploads/upload-service.js';
 import { catalogOf, UploadStore } from '../features/uploads/upload-store.js';
 import { UserService } from '../features/users/user-service.js';
@@ -96,6 +99,26 @@ export function buildAccounts({ config, database, db, keys, clock, audit }: Core
   });
   const rateCounter = new RateCounter(db, clock);
   return { userStore, users, auth, apiKeys, rateCounter };
+}
+
+/** Single sign-on, when an OpenID provider is configured (nothing is asked of it until a sign-in). */
+export function buildSso(
+  { config, db, keys, clock, audit }: Core,
+  { users, auth }: Accounts,
+): SsoService | null {
+  if (!config.oidc) return null;
+  return new SsoService({
+    settings: config.oidc,
+    client: new OidcClient(config.oidc, `${config.baseUrl}/auth/oidc/callback`),
+    store: new SsoFlowStore(db),
+    users,
+    auth,
+    audit,
+    keys,
+    clock,
+    defaultLang: config.lang,
+    portalUrl: `${new URL(config.baseUrl).origin}${config.portalPath}`,
+  });
 }
 
 export type Storage = Awaited<ReturnType<typeof buildStorage>>;

@@ -14,6 +14,7 @@ import type { NotificationService } from '../features/notify/notification-servic
 import type { Metrics } from '../features/ops/metrics.js';
 import { Readiness } from '../features/ops/readiness.js';
 import type { RecoveryService } from '../features/recovery/recovery-service.js';
+import type { SsoService } from '../features/sso/sign-in-service.js';
 import type { UploadService } from '../features/uploads/upload-service.js';
 import type { UserService } from '../features/users/user-service.js';
 import type { WebhookService } from '../features/webhooks/webhook-service.js';
@@ -35,6 +36,7 @@ import {
   buildCore,
   buildMessaging,
   buildOutbox,
+  buildSso,
   buildStorage,
   buildUploads,
   type Core,
@@ -58,6 +60,8 @@ export interface Services {
   auth: AuthService;
   /** API keys: created, listed, revoked; verified for AuthService. */
   apiKeys: KeyService;
+  /** Single sign-on with OpenID Connect; null when REMESSA_OIDC_ISSUER is unset. */
+  sso: SsoService | null;
   /** Request rate limits, counted in the shared database. */
   rateCounter: RateCounter;
   blobs: BlobStore;
@@ -142,7 +146,8 @@ async function assemble(
   const outbox = buildOutbox(core, opts.startWorkers !== false);
   const messaging = buildMessaging(core, accounts, storage, outbox);
   const uploads = buildUploads(core, accounts, storage);
-  const jobs = backgroundJobs(core, accounts, storage, outbox.notify, uploads);
+  const sso = buildSso(core, accounts);
+  const jobs = backgroundJobs(core, accounts, storage, outbox.notify, uploads, sso);
   const { clock, db, keys, audit, metrics } = core;
   const { users, auth, apiKeys, rateCounter } = accounts;
   const { blobs, reconciler, files } = storage;
@@ -158,6 +163,7 @@ async function assemble(
     users,
     auth,
     apiKeys,
+    sso,
     rateCounter,
     blobs,
     reconciler,
@@ -187,6 +193,7 @@ function backgroundJobs(
   { files, fileStore, blobs, reconciler }: Storage,
   notify: NotificationService,
   uploads: UploadService,
+  sso: SsoService | null,
 ): BackgroundJob[] {
   return [
     {
@@ -208,6 +215,7 @@ function backgroundJobs(
     },
     { name: 'prune-revoked-tokens', intervalMs: 60 * 60 * 1000, run: () => auth.pruneRevoked() },
     { name: 'prune-rate-limits', intervalMs: 60 * 60 * 1000, run: () => rateCounter.prune() },
+    ...(sso ? [{ name: 'prune-sso-sign-ins', intervalMs: 10 * 60 * 1000, run: () => sso.prune() }] : []),
     new FileSweeper({
       files,
       store: fileStore,

@@ -21,6 +21,8 @@ export type AuditEventName =
   | 'key.revoked'
   | 'login'
   | 'login.failed'
+  | 'login.oidc'
+  | 'login.oidc.failed'
   | 'user.locked'
   | 'logout'
   | 'password.changed'

@@ -34,6 +34,9 @@ export const CREDENTIAL_FAILURES_PER_MINUTE = 30;
 /** The one answer to every failed sign-in: it never tells whether the user exists or is locked. */
 export const BAD_CREDENTIALS = 'wrong user name or password, or the account is locked for a while';
 
+/** The audit event of a token issued by each way in. */
+const SIGN_IN_EVENT = { token: 'token.issued', login: 'login', oidc: 'login.oidc' } as const;
+
 export interface AuthOptions {
   baseUrl: string;
   /** false: people sign in only through single sign-on; a password is refused, a key still works. */
@@ -207,7 +210,7 @@ export class AuthService {
 
   async issueToken(
     { user, keyId }: Principal,
-    via: 'token' | 'login',
+    via: 'token' | 'login' | 'oidc',
     remote: string | null,
   ): Promise<IssuedToken> {
     const nowSec = Math.floor(this.clock.now() / 1000);
@@ -224,7 +227,7 @@ export class AuthService {
     // The account's last sign-in and the audit row, each in the next group commit (one fsync).
     await Promise.all([
       this.commits.runMerged(this.signIns, { id: user.id, at: this.clock.now() }),
-      this.audit.record({ event: via === 'login' ? 'login' : 'token.issued', user: user.name, remote }),
+      this.audit.record({ event: SIGN_IN_EVENT[via], user: user.name, remote }),
     ]);
     return { token, expiresIn: this.opts.tokenSeconds };
   }

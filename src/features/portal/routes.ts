@@ -59,6 +59,8 @@ function renderShell(config: Config, manifest: Manifest | null, page: PageKind, 
     portal: config.portalPath,
     lang: config.lang,
     idleMinutes: PORTAL_IDLE_MINUTES,
+    sso: config.oidc ? { name: config.oidc.name } : null,
+    passwordLogin: config.passwordLogin,
   };
   const assets = `${config.portalPath}assets/`;
   const head = manifest

@@ -30,11 +30,17 @@ export interface UserFields {
   mobile?: string | null;
   lang?: string;
   role?: string;
+  /** Single sign-on: the provider's subject the new account is bound to (create only). */
+  ssoSubject?: string;
 }
 
-/** Who makes a change: the operator's command line, or an admin account over the admin API. */
+/**
+ * Who makes a change: the operator's command line, an admin account over the admin API, or the
+ * identity provider at a single sign-on (its role claim is authoritative, even over the last
+ * admin: docs/decisions.md).
+ */
 export interface ChangedBy {
-  via: 'cli' | 'admin' | 'self';
+  via: 'cli' | 'admin' | 'self' | 'sso';
   /** The acting account (audit rows' actor). */
   actor?: string;
   remote?: string | null;
@@ -120,6 +126,7 @@ export class UserService {
         locked_until: 0,
         created_at: now,
         updated_at: now,
+        sso_subject: fields.ssoSubject ?? null,
       });
       const detail = role === 'user' ? by.via : `${by.via}; role=${role}`;
       await this.audit.record(entryBy(by, 'user.created', user.name, detail));
@@ -148,6 +155,32 @@ export class UserService {
     return this.store.byId(id);
   }
 
+  /** The account bound to an identity provider's subject (single sign-on), if any. */
+  bySsoSubject(sub: string): Promise<UserRow | undefined> {
+    return this.store.bySsoSubject(sub);
+  }
+
+  /**
+   * Binds an account that has no subject yet to `sub` (its first single sign-on); refuses one
+   * bound to another subject, and a subject that already has an account (the unique index).
+   */
+  async bindSsoSubject(name: string, sub: string, by: ChangedBy): Promise<UserRow> {
+    try {
+      return await this.change(
+        name,
+        (row) => {
+          if (row.sso_subject !== null && row.sso_subject !== sub)
+            throw conflict(`user "${row.name}" signs in as another person`);
+          return { sso_subject: sub };
+        },
+        (row) => entryBy(by, 'user.updated', row.name, `sso_subject; ${by.via}`),
+      );
+    } catch (err) {
+      if (isUniqueViolation(err)) throw conflict('this person already has another account');
+      throw err;
+    }
+  }
+
   list(): Promise<UserRow[]> {
     return this.store.list();
   }
@@ -166,13 +199,18 @@ export class UserService {
     name: string,
     patch: (row: UserRow) => UserUpdate,
     entry: (row: UserRow) => AuditEntry,
+    keepLastAdmin = true,
   ): Promise<UserRow> {
     const { id } = await this.get(name);
     await this.store.withAdminsLocked(async (trx) => {
       const row = await this.store.byId(id, trx);
       if (!row) throw notFound(`no user "${name}"`);
       const update = { ...patch(row), updated_at: this.clock.now() };
-      if (losesAdmin(row, update) && (await this.store.otherEnabledAdmins(row.id, trx)) === 0)
+      if (
+        keepLastAdmin &&
+        losesAdmin(row, update) &&
+        (await this.store.otherEnabledAdmins(row.id, trx)) === 0
+      )
         throw conflict(LAST_ADMIN);
       await this.store.update(row.id, update, trx);
       await this.audit.record(entry(row), trx);
@@ -183,10 +221,13 @@ export class UserService {
   async update(name: string, fields: UserFields, by: ChangedBy = BY_CLI): Promise<UserRow> {
     const clean = this.cleanFields(fields);
     const changed = Object.keys(fields).map((k) => (k === 'role' ? `role=${clean.role}` : k));
+    // The identity provider's word on a role stands even for the last admin (docs/decisions.md).
+    const sso = by.via === 'sso';
     return this.change(
       name,
       () => clean,
-      (row) => entryBy(by, 'user.updated', row.name, changed.join(',')),
+      (row) => entryBy(by, 'user.updated', row.name, `${changed.join(',')}${sso ? '; sso' : ''}`),
+      !sso,
     );
   }
 

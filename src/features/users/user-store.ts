@@ -53,6 +53,11 @@ export class UserStore {
     return this.byIdQuery.first({ id }, db);
   }
 
+  /** The account bound to an identity provider's subject (single sign-on). */
+  bySsoSubject(sub: string): Promise<UserRow | undefined> {
+    return this.db.selectFrom('users').selectAll().where('sso_subject', '=', sub).executeTakeFirst();
+  }
+
   /** Accounts with this e-mail address (any case); rare and rate-limited, so not compiled. */
   byEmail(email: string): Promise<UserRow[]> {
     return this.db

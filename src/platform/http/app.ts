@@ -24,6 +24,8 @@ import { deliveryRoutes } from '../../features/links/routes-delivery.js';
 import { healthRoutes } from '../../features/ops/routes.js';
 import { portalRoutes } from '../../features/portal/routes.js';
 import { recoveryRoutes } from '../../features/recovery/routes.js';
+import { ssoRoutes } from '../../features/sso/routes.js';
+import { SSO_SCHEMAS } from '../../features/sso/schemas-sso.js';
 import { uploadRoutes } from '../../features/uploads/routes.js';
 import { webhookRoutes } from '../../features/webhooks/routes.js';
 import { clientErrorAnswerer, type RawAnswerSeen } from './connection-limits.js';
@@ -53,7 +55,12 @@ declare module 'fastify' {
 }
 
 /** The named response schemas the slices keep (beside schemas.ts's COMPONENTS): in openapi.json too. */
-export const FEATURE_SCHEMAS: TSchema[] = [...ADMIN_USER_SCHEMAS, ...ADMIN_REPORT_SCHEMAS, ...KEY_SCHEMAS];
+export const FEATURE_SCHEMAS: TSchema[] = [
+  ...ADMIN_USER_SCHEMAS,
+  ...ADMIN_REPORT_SCHEMAS,
+  ...KEY_SCHEMAS,
+  ...SSO_SCHEMAS,
+];
 
 /** What a test sees of every response (test/helpers/server.ts checks it against its schema). */
 export interface SentResponse {
@@ -136,6 +143,7 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
   await app.register(
     async (api) => {
       await api.register(authRoutes);
+      await api.register(ssoRoutes);
       await api.register(recoveryRoutes);
       await api.register(fileRoutes);
       await api.register(secureLinkRoutes);

@@ -24,6 +24,7 @@ export type Handler =
   | 'handlerWebhooks'
   | 'handlerKeys'
   | 'handlerHealth'
+  | 'handlerAuthSso'
   | `handlerAdmin${string}`;
 
 export function successEnvelope<T extends object>(handler: Handler, user: string | null, extra: T) {

@@ -425,6 +425,38 @@ const apiKeys: Migration = {
   },
 };
 
+// Single sign-on (src/features/sso/): an account bound to its provider's subject (`sub`, one
+// account per subject), the sign-ins under way (state → nonce and sealed PKCE verifier, consumed by
+// one DELETE so a replayed state fails on every instance) and the one-time hand-off codes that
+// carry a new bearer token from the callback to the portal (stored as a hash, the token sealed).
+const sso: Migration = {
+  async up(db) {
+    await db.schema.alterTable('users').addColumn('sso_subject', 'text').execute();
+    await sql`create unique index if not exists users_sso_subject on users (sso_subject)
+      where sso_subject is not null`.execute(db);
+    await db.schema
+      .createTable('sso_pending')
+      .ifNotExists()
+      .addColumn('state', 'text', (c) => c.primaryKey())
+      .addColumn('nonce', 'text', (c) => c.notNull())
+      .addColumn('verifier', 'text', (c) => c.notNull())
+      .addColumn('return_to', 'text', (c) => c.notNull())
+      .addColumn('lang', 'text')
+      .addColumn('created_at', 'bigint', (c) => c.notNull())
+      .execute();
+    await db.schema
+      .createTable('sso_handoffs')
+      .ifNotExists()
+      .addColumn('code_hash', 'text', (c) => c.primaryKey())
+      .addColumn('user_id', 'integer', (c) => c.notNull())
+      .addColumn('payload', 'text', (c) => c.notNull())
+      .addColumn('expires_at', 'bigint', (c) => c.notNull())
+      .execute();
+    await sql`create index if not exists sso_pending_created on sso_pending (created_at)`.execute(db);
+    await sql`create index if not exists sso_handoffs_expires on sso_handoffs (expires_at)`.execute(db);
+  },
+};
+
 /**
  * The events the statistics count, as the SQL list of the partial index audit_stats: a query
  * reads through that index only when its WHERE names the same list (src/features/admin/stats-store.ts).
@@ -450,6 +482,7 @@ const migrations = (dialect: Dialect): Record<string, Migration> => ({
   '0024_roles': roles,
   '0025_admin_reports': adminReports(dialect),
   '0026_api_keys': apiKeys,
+  '0027_sso': sso,
 });
 
 class StaticProvider implements MigrationProvider {

@@ -30,6 +30,8 @@ export interface UsersTable {
   recovery_locked_until: Generated<number>;
   /** Locks since the last password change or unlock: each lasts twice the one before. */
   recovery_locks: Generated<number>;
+  /** The OpenID provider's `sub` this account signs in as (single sign-on); null: none yet. */
+  sso_subject: Generated<string | null>;
 }
 
 export interface RevokedTokensTable {
@@ -235,6 +237,28 @@ export interface SettingsTable {
   value: string;
 }
 
+/** A single sign-on under way: what its callback must match (src/features/sso/flow-store.ts). */
+export interface SsoPendingTable {
+  state: string;
+  nonce: string;
+  /** The PKCE code verifier, sealed (Keys.seal). */
+  verifier: string;
+  /** 'portal' | 'admin': where the person lands. */
+  return_to: string;
+  lang: string | null;
+  created_at: number;
+}
+
+/** One-time codes the portal trades for the bearer token a single sign-on issued. */
+export interface SsoHandoffsTable {
+  /** HMAC of the code (Keys.hmac): the code itself is never stored. */
+  code_hash: string;
+  user_id: number;
+  /** The bearer token and the provider's logout URL, sealed (Keys.seal). */
+  payload: string;
+  expires_at: number;
+}
+
 export interface Database {
   users: UsersTable;
   revoked_tokens: RevokedTokensTable;
@@ -252,6 +276,8 @@ export interface Database {
   commit_marks: CommitMarksTable;
   settings: SettingsTable;
   api_keys: ApiKeysTable;
+  sso_pending: SsoPendingTable;
+  sso_handoffs: SsoHandoffsTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

@@ -12,6 +12,10 @@ export interface PortalConfig {
   /** Minutes without activity after which the token is forgotten. */
   idleMinutes: number;
   page: PageKind;
+  /** Single sign-on, when configured: the provider's name on the button. */
+  sso: { name: string } | null;
+  /** false: people sign in only through single sign-on (no password form). */
+  passwordLogin: boolean;
 }
 
 function readConfig(): PortalConfig {
@@ -23,6 +27,8 @@ function readConfig(): PortalConfig {
     portal: parsed.portal ?? '/',
     lang: parsed.lang ?? 'pt',
     idleMinutes: parsed.idleMinutes ?? 30,
+    sso: parsed.sso ?? null,
+    passwordLogin: parsed.passwordLogin !== false,
     page: page === 'landing' || page === 'change' || page === 'admin' ? page : 'app',
   };
 }

@@ -21,6 +21,8 @@ const en = {
   username: 'Username',
   password: 'Password',
   signIn: 'Sign in',
+  signInWith: 'Sign in with {name}',
+  ssoFailed: 'The sign-in through your identity provider did not complete. Please try again.',
   forgotPassword: 'Forgot password?',
   firstAccess: 'First access? Activate your account',
   badCredentials:
@@ -334,6 +336,8 @@ const pt: Table = {
   username: 'Usuário',
   password: 'Senha',
   signIn: 'Entrar',
+  signInWith: 'Entrar com {name}',
+  ssoFailed: 'O login pelo seu provedor de identidade não foi concluído. Tente de novo.',
   forgotPassword: 'Esqueceu a senha?',
   firstAccess: 'Primeiro acesso? Ative sua conta',
   badCredentials:
@@ -642,6 +646,8 @@ const es: Table = {
   username: 'Usuario',
   password: 'Contraseña',
   signIn: 'Iniciar sesión',
+  signInWith: 'Iniciar sesión con {name}',
+  ssoFailed: 'El inicio de sesión con su proveedor de identidad no se completó. Inténtelo de nuevo.',
   forgotPassword: '¿Olvidó su contraseña?',
   firstAccess: '¿Primer acceso? Active su cuenta',
   badCredentials:

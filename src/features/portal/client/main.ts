@@ -14,7 +14,8 @@ import { renderFileList } from './pages/lists.js';
 import { renderChange, renderRecovery } from './pages/password.js';
 import { renderSend } from './pages/send.js';
 import { renderSignIn } from './pages/sign-in.js';
-import { type EndReason, endSession, getSession, watchSession } from './session.js';
+import { finishSingleSignOn, ssoCode } from './pages/sso.js';
+import { type EndReason, endSession, getSession, providerLogoutUrl, watchSession } from './session.js';
 
 let flash: string | null = null;
 let focusHeading = false;
@@ -89,12 +90,16 @@ function header(signedIn: boolean): HTMLElement {
 }
 
 async function signOut(): Promise<void> {
+  const logoutUrl = providerLogoutUrl();
   try {
     await call('/auth/logout', { method: 'POST', auth: 'bearer' });
   } catch {
     // Forget the token anyway: the server revokes it or it expires on its own.
   }
   endSession('signedOut');
+  // Signed in through the identity provider: end its session too (RP-initiated logout), which
+  // comes back to the portal.
+  if (logoutUrl) location.assign(logoutUrl);
 }
 
 let started = false;
@@ -130,7 +135,9 @@ export function render(): void {
   const signedIn = getSession() !== null && (config.page === 'app' || config.page === 'admin');
   document.body.append(header(signedIn), main);
   clear(main);
-  if (config.page === 'landing') renderLanding(ctx);
+  const code = ssoCode(route());
+  if (code !== null && (config.page === 'app' || config.page === 'admin')) void finishSingleSignOn(ctx, code);
+  else if (config.page === 'landing') renderLanding(ctx);
   else if (config.page === 'change') renderChange(ctx);
   else if (config.page === 'admin') renderAdmin(ctx);
   else {

@@ -5,10 +5,14 @@ import { config } from './config.js';
 const TOKEN = 'remessa.token';
 const USER = 'remessa.user';
 const ACTIVE = 'remessa.lastActive';
+/** The identity provider's end-session URL of a single sign-on, visited after signing out. */
+const LOGOUT_URL = 'remessa.logoutUrl';
 
 export interface Session {
   token: string;
   user: string;
+  /** Single sign-on: where signing out also ends the provider's session. */
+  logoutUrl?: string | null;
 }
 
 export type EndReason = 'signedOut' | 'idle' | 'expired';
@@ -26,11 +30,19 @@ export function getSession(): Session | null {
 export function startSession(session: Session): void {
   sessionStorage.setItem(TOKEN, session.token);
   sessionStorage.setItem(USER, session.user);
+  if (session.logoutUrl) sessionStorage.setItem(LOGOUT_URL, session.logoutUrl);
+  else sessionStorage.removeItem(LOGOUT_URL);
   touch();
+}
+
+/** The provider's logout URL of this session (single sign-on), if any. */
+export function providerLogoutUrl(): string | null {
+  return sessionStorage.getItem(LOGOUT_URL);
 }
 
 export function endSession(reason: EndReason): void {
   const had = getSession() !== null;
+  sessionStorage.removeItem(LOGOUT_URL);
   sessionStorage.removeItem(TOKEN);
   sessionStorage.removeItem(USER);
   sessionStorage.removeItem(ACTIVE);

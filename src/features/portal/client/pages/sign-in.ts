@@ -2,12 +2,39 @@
 import { ApiError, call, errorText } from '../api.js';
 import { config } from '../config.js';
 import { field, h, notice, pageHeading, put, say, usernameInput } from '../dom.js';
-import { t } from '../i18n.js';
+import { currentLang, t } from '../i18n.js';
 import { loadUserLang } from '../language.js';
 import type { PageContext } from '../page-context.js';
 import { startSession } from '../session.js';
 
+/** "Sign in with <provider>": to the provider, and back to this page (portal or console). */
+function singleSignOn(): HTMLElement | null {
+  if (!config.sso) return null;
+  const query = new URLSearchParams({
+    to: config.page === 'admin' ? 'admin' : 'portal',
+    lang: currentLang(),
+  });
+  return h(
+    'div',
+    { class: 'card narrow sso' },
+    h(
+      'a',
+      { class: 'button', id: 'sso-sign-in', href: `${config.api}/auth/oidc/start?${query}` },
+      t('signInWith', { name: config.sso.name }),
+    ),
+  );
+}
+
 export function renderSignIn(ctx: PageContext): void {
+  if (!config.passwordLogin) {
+    put(
+      ctx.main,
+      pageHeading(t('signInTitle')),
+      ctx.flash ? notice('info', ctx.flash) : null,
+      singleSignOn(),
+    );
+    return;
+  }
   // Recovery lives in the portal's own page, also when signing in to the admin console.
   const portalPrefix = config.page === 'admin' ? config.portal : '';
   const username = usernameInput();
@@ -67,5 +94,11 @@ export function renderSignIn(ctx: PageContext): void {
       h('li', {}, h('a', { href: `${portalPrefix}#/first-access` }, t('firstAccess'))),
     ),
   );
-  put(ctx.main, pageHeading(t('signInTitle')), ctx.flash ? notice('info', ctx.flash) : null, form);
+  put(
+    ctx.main,
+    pageHeading(t('signInTitle')),
+    ctx.flash ? notice('info', ctx.flash) : null,
+    singleSignOn(),
+    form,
+  );
 }
