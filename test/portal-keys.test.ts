@@ -117,8 +117,8 @@ describe('API keys in the portal and the admin console', { skip: browserSkip() }
     // A plain user is offered the scopes a plain user can use.
     assert.deepEqual(await page.locator('fieldset.rights label').allInnerTexts(), [
       'Upload files (upload)',
-      'List your files (download)',
-      'Manage your webhooks (webhooks)',
+      'List files (download)',
+      'Manage webhooks (webhooks)',
     ]);
     await check(o, 'empty');
 
