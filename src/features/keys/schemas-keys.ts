@@ -1,6 +1,6 @@
 // The response shapes of the API-key routes (docs/api-keys.md): a user's own at {base}/keys and
 // the admin API's at {base}/admin/keys. Components of openapi.json; the tests check every answer.
-import { Type } from 'typebox';
+import { type Static, Type } from 'typebox';
 import { closed, successFields } from '../../platform/http/schemas.js';
 import { SCOPES } from './api-keys.js';
 
@@ -29,6 +29,10 @@ const createdKey = Type.Object(
   { ...keyFields, key: Type.String({ description: 'The key itself, shown this once.' }) },
   closed,
 );
+
+/** A key as the API lists it, and as it answers a new one (the portal reads these). */
+export type ApiKeyBody = Static<typeof ApiKey>;
+export type CreatedKeyBody = Static<typeof createdKey>;
 
 function shapes(handler: string, prefix: string, actingIs: string) {
   const envelope = { ...successFields(handler), user: Type.String({ description: actingIs }) };

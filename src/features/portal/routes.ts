@@ -166,14 +166,17 @@ export async function portalRoutes(app: FastifyInstance): Promise<void> {
     page('landing'),
   );
 
-  // The signed-in user's language, so the portal can speak it (lang query → user → browser).
+  // The signed-in user's language, so the portal can speak it (lang query → user → browser), and
+  // role, so the API-keys page offers only the scopes the account can use.
   // Not part of the API at {base_url}: left out of openapi.json.
   app.get(
     `${config.portalPath}portal/me`,
     { schema: { hide: true }, preHandler: requireBearer },
     async (request, reply) => {
       const user = currentUser(request);
-      return reply.header('Cache-Control', 'no-store').send({ user: user.name, lang: user.lang });
+      return reply
+        .header('Cache-Control', 'no-store')
+        .send({ user: user.name, lang: user.lang, role: user.role });
     },
   );
 }

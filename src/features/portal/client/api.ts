@@ -3,6 +3,7 @@
 // credentials: 'omit' — no cookies, and a 401 never pops the browser's Basic-auth dialog.
 import * as tus from 'tus-js-client';
 import type { FileEntryBody, RecipientStatusBody } from '../../../platform/http/schemas.js';
+import type { ApiKeyBody, CreatedKeyBody } from '../../keys/schemas-keys.js';
 import { config } from './config.js';
 import { t } from './i18n.js';
 import { endSession, getSession } from './session.js';
@@ -19,6 +20,9 @@ export interface Envelope {
 export type RecipientStatus = RecipientStatusBody;
 /** (A $ref inside a schema types as unknown: `recipients` is named here.) */
 export type FileEntry = Omit<FileEntryBody, 'recipients'> & { recipients?: RecipientStatus[] };
+export type ApiKey = ApiKeyBody;
+/** A key just made: its fields and, this once, the key itself. */
+export type CreatedApiKey = CreatedKeyBody;
 
 export class ApiError extends Error {
   constructor(
@@ -122,6 +126,20 @@ export async function fetchBlob(path: string, query: CallOptions['query'] = {}):
     throw new ApiError(res.status, parseEnvelope(await res.text())?.detail);
   }
   return res.blob();
+}
+
+/** The signed-in account as the portal sees it (GET {portal}portal/me), or null if unknown. */
+export async function portalMe(): Promise<{ user?: unknown; lang?: unknown; role?: unknown } | null> {
+  try {
+    const me = await fetch(`${config.portal}portal/me`, {
+      headers: { ...authHeaders('bearer'), Accept: 'application/json' },
+      credentials: 'omit',
+      cache: 'no-store',
+    });
+    return me.ok ? ((await me.json()) as { user?: unknown; lang?: unknown; role?: unknown }) : null;
+  } catch {
+    return null;
+  }
 }
 
 /** The words to show for an API failure (callers handle the statuses that mean more). */

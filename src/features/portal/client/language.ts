@@ -1,9 +1,9 @@
 // Which language the portal speaks: lang query → the user's setting → the browser → REMESSA_LANG.
 // The recipient's landing page differs: its link carries the sender's language, so there the
 // recipient's own choice (the switcher) → the browser → the link's lang → REMESSA_LANG.
+import { portalMe } from './api.js';
 import { config } from './config.js';
 import { browserLang, isLang, type Lang, setLang } from './i18n.js';
-import { getSession } from './session.js';
 
 const USER_LANG = 'remessa.userLang';
 /** What the switcher chose in this tab (the landing page's address keeps the sender's lang). */
@@ -39,19 +39,10 @@ export function forgetUserLang(): void {
 
 /** After sign-in: adopt the user's language (GET {portal}portal/me) unless the address names one. */
 export async function loadUserLang(): Promise<void> {
-  try {
-    const me = await fetch(`${config.portal}portal/me`, {
-      headers: { Authorization: `Bearer ${getSession()?.token ?? ''}`, Accept: 'application/json' },
-      credentials: 'omit',
-      cache: 'no-store',
-    });
-    if (!me.ok) return;
-    const body = (await me.json()) as { lang?: unknown };
-    if (isLang(body.lang)) {
-      sessionStorage.setItem(USER_LANG, body.lang);
-      if (!queryLang()) setLang(body.lang);
-    }
-  } catch {
-    // The language is a nicety; the page works without it.
+  // The language is a nicety; the page works without it.
+  const me = await portalMe();
+  if (isLang(me?.lang)) {
+    sessionStorage.setItem(USER_LANG, me.lang);
+    if (!queryLang()) setLang(me.lang);
   }
 }

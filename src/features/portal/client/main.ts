@@ -1,5 +1,5 @@
 // Portal entry: picks the language, draws the header (navigation, language switcher, sign out) and
-// routes to a page. The app pages use hash routes (#/send …); the recipient landing page and the
+// routes to a page. The app pages use hash routes (#/send, #/keys …); the recipient landing page and the
 // password-change page are served by the server at their API URLs, the admin console at
 // {portal}admin with hash routes of its own (body data-page).
 import { call } from './api.js';
@@ -9,6 +9,7 @@ import { currentLang, isLang, LANG_NAMES, LANGS, setLang, t } from './i18n.js';
 import { chooseLang, forgetUserLang, pickLang } from './language.js';
 import type { PageContext } from './page-context.js';
 import { adminSections, currentSection, renderAdmin } from './pages/admin/console.js';
+import { renderKeys } from './pages/keys.js';
 import { renderLanding } from './pages/landing.js';
 import { renderFileList } from './pages/lists.js';
 import { renderChange, renderRecovery } from './pages/password.js';
@@ -54,7 +55,12 @@ function navigation(): HTMLElement {
         ...adminSections().map(([hash, label]) => link(hash, label)),
         h('li', {}, h('a', { href: config.portal }, t('navPortal'))),
       ]
-    : [link('#/send', t('navSend')), link('#/received', t('navReceived')), link('#/backup', t('navBackup'))];
+    : [
+        link('#/send', t('navSend')),
+        link('#/received', t('navReceived')),
+        link('#/backup', t('navBackup')),
+        link('#/keys', t('navKeys')),
+      ];
   return h('nav', { 'aria-label': t(admin ? 'adminNavLabel' : 'navLabel') }, h('ul', {}, links));
 }
 
@@ -142,11 +148,12 @@ export function render(): void {
   else if (config.page === 'admin') renderAdmin(ctx);
   else {
     const r = route();
-    const needsSession = r === '/send' || r === '/received' || r === '/backup';
+    const needsSession = r === '/send' || r === '/received' || r === '/backup' || r === '/keys';
     if (needsSession && !signedIn) renderSignIn(ctx);
     else if (r === '/send') renderSend(ctx);
     else if (r === '/received') renderFileList(ctx, 'area');
     else if (r === '/backup') renderFileList(ctx, 'backup');
+    else if (r === '/keys') renderKeys(ctx);
     else if (r === '/forgot') renderRecovery(ctx, 'forgot');
     else if (r === '/first-access') renderRecovery(ctx, 'first');
     else if (signedIn) renderSend(ctx);

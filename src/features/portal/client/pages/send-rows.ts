@@ -4,7 +4,7 @@
 import type { FileEntry, UploadHandle, UploadParams } from '../api.js';
 import { clear, field, h, notice, put, say } from '../dom.js';
 import { formatSize, formatSpeed } from '../format.js';
-import { t } from '../i18n.js';
+import { type MessageKey, t } from '../i18n.js';
 
 type State = 'waiting' | 'uploading' | 'done' | 'failed' | 'cancelled';
 
@@ -42,16 +42,22 @@ function cancel(u: Upload): void {
   } else u.handle?.abort();
 }
 
-async function copy(text: string, input: HTMLInputElement, slot: HTMLElement): Promise<void> {
+/** Copies `text` (shown in `input`) and says so in `slot`, in the words given. */
+export async function copy(
+  text: string,
+  input: HTMLInputElement,
+  slot: HTMLElement,
+  words: { done: MessageKey; failed: MessageKey } = { done: 'copied', failed: 'copyFailed' },
+): Promise<void> {
   try {
     await navigator.clipboard.writeText(text);
-    say(slot, 'success', t('copied'));
+    say(slot, 'success', t(words.done));
   } catch {
     // Plain-http deployments have no async clipboard: select the text so the user can copy it.
     input.focus();
     input.select();
     const ok = document.execCommand('copy');
-    say(slot, ok ? 'success' : 'error', t(ok ? 'copied' : 'copyFailed'));
+    say(slot, ok ? 'success' : 'error', t(ok ? words.done : words.failed));
   }
 }
 

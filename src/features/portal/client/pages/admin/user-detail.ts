@@ -1,6 +1,7 @@
 // One account: GET {base}/admin/users/{name} (details and usage). An admin also changes its role,
 // contact and language (PATCH), disables or enables it, unlocks it, sends a password reset, or
-// removes it after a confirmation. An auditor sees the same page without the forms and buttons.
+// removes it after a confirmation. Below, the account's API keys (user-keys.ts). An auditor sees
+// the same page without the forms and buttons.
 import { ApiError, errorText } from '../../api.js';
 import { field, h, notice, put, say, swap } from '../../dom.js';
 import { formatSize } from '../../format.js';
@@ -9,6 +10,7 @@ import { accountOf, admin, type UserDetail } from './admin-api.js';
 import { type AdminPage, canChange, carryNotice, pageTop } from './admin-page.js';
 import { timeCell } from './ui.js';
 import { langSelect, roleSelect } from './user-create.js';
+import { userKeys } from './user-keys.js';
 import { ROLE_LABEL, stateBadges } from './users.js';
 
 interface Ctx {
@@ -233,6 +235,7 @@ export function renderUser(page: AdminPage, name: string): void {
         canChange(page)
           ? [h('div', { class: 'split' }, roleForm(c, u), contactForm(c, u)), accountActions(c, u)]
           : null,
+        userKeys(page, u),
       ),
   };
   admin(c.path).then(
