@@ -64,6 +64,7 @@ describe('openapi.json', () => {
     assert.deepEqual(ops, [
       'DELETE /admin/keys/{id}',
       'DELETE /admin/users/{name}',
+      'DELETE /download/file',
       'DELETE /keys/{id}',
       'DELETE /uploads/{id}',
       'DELETE /webhooks',
@@ -95,6 +96,7 @@ describe('openapi.json', () => {
       'OPTIONS /uploads',
       'OPTIONS /uploads/{id}',
       'PATCH /admin/users/{name}',
+      'PATCH /download/link',
       'PATCH /uploads/{id}',
       'POST /admin/outbox/{id}/retry',
       'POST /admin/users',
@@ -109,6 +111,7 @@ describe('openapi.json', () => {
       'POST /auth/oidc/session',
       'POST /download/pin',
       'POST /download/resend',
+      'POST /download/revoke',
       'POST /keys',
       'POST /oauth2/token',
       'POST /upload',

@@ -18,9 +18,12 @@ const RECIPIENT_KEYS = [
   'attempts',
   'channel',
   'downloads',
+  'expires',
   'id',
   'lastAttempt',
+  'maxDownloads',
   'reason',
+  'revoked',
   'status',
 ];
 const DOWNLOAD_KEYS = ['complete', 'count', 'first', 'last'];

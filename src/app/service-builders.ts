@@ -9,6 +9,7 @@ import { FileService } from '../features/files/file-service.js';
 import { FileStore } from '../features/files/file-store.js';
 import { KeyService } from '../features/keys/key-service.js';
 import { KeyStore } from '../features/keys/key-store.js';
+import { LinkControl } from '../features/links/link-control.js';
 import { LinkStore } from '../features/links/link-store.js';
 import { RecipientNotifier } from '../features/links/recipients.js';
 import { SecureLinks } from '../features/links/secure-links.js';
@@ -234,6 +235,7 @@ export function buildMessaging(core: Core, accounts: Accounts, storage: Storage,
   });
   recipients.register();
   const tracking = new DeliveryTracker(db, fileStore, linkStore, outbox);
+  const linkControl = new LinkControl({ links: linkStore, files, users, audit, clock });
   const webhooks = new WebhookService({ store: webhookStore, notify, keys, clock, config, links: linkStore });
   audit.tap((trx, entry, at) => webhooks.onAudit(trx, entry, at));
   const secureLinks = new SecureLinks({
@@ -248,7 +250,7 @@ export function buildMessaging(core: Core, accounts: Accounts, storage: Storage,
     config,
   });
   const userAdmin = new UserAdminService({ users, files: fileStore, recovery, clock });
-  return { recovery, secureLinks, recipients, tracking, webhooks, userAdmin };
+  return { recovery, secureLinks, recipients, tracking, linkControl, webhooks, userAdmin };
 }
 
 /** Resumable (tus) uploads, whose chunks the blob writer keeps as it keeps files' blobs. */

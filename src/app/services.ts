@@ -7,6 +7,7 @@ import type { AuthService } from '../features/auth/auth-service.js';
 import type { FileService } from '../features/files/file-service.js';
 import { FileSweeper } from '../features/files/lifecycle.js';
 import type { KeyService } from '../features/keys/key-service.js';
+import type { LinkControl } from '../features/links/link-control.js';
 import type { RecipientNotifier } from '../features/links/recipients.js';
 import type { SecureLinks } from '../features/links/secure-links.js';
 import type { DeliveryTracker } from '../features/links/tracking.js';
@@ -78,6 +79,8 @@ export interface Services {
   recipients: RecipientNotifier;
   /** Delivery tracking: per recipient, message status and downloads. */
   tracking: DeliveryTracker;
+  /** Taking back what was sent: delete a file, revoke a recipient's link, change expiry and limits. */
+  linkControl: LinkControl;
   /** Webhook subscriptions; events are made from audit rows. */
   webhooks: WebhookService;
   /** What GET {base}/readyz checks: the database and the blob store answer. */

@@ -8,6 +8,7 @@ import { ConfigError, loadConfig } from '../config.js';
 import { addAdminCommands } from './admin.js';
 import { addClientCommands } from './client.js';
 import { addKeyCommands } from './keys.js';
+import { addLinkCommands } from './links.js';
 import { addWebhookCommands } from './webhook.js';
 
 const pkg = createRequire(import.meta.url)('../../../../package.json') as { version: string };
@@ -44,6 +45,7 @@ const program = new Command()
 addAdminCommands(program);
 addWebhookCommands(program);
 addKeyCommands(program);
+addLinkCommands(program);
 addClientCommands(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {

@@ -8,6 +8,18 @@ import type { Db } from '../../platform/sql/database.js';
 import type { FileRow, LinkRow, UserRow } from '../../platform/sql/schema.js';
 import type { FileStore, FileWithLink } from './file-store.js';
 
+/**
+ * Whether a link opens its file now: not revoked, and a recipient's link also not past its own
+ * expiry or its limit of complete downloads (the owner's link is never limited). A link that does
+ * not answers exactly as an expired one.
+ */
+export function linkOpens(link: LinkRow, now: number): boolean {
+  if (link.revoked) return false;
+  if (link.kind === 'owner') return true;
+  if (link.expires_at !== null && link.expires_at <= now) return false;
+  return link.max_downloads === null || link.downloads < link.max_downloads;
+}
+
 /** A file with the token of one of its links, ready to present. */
 export interface FileWithToken {
   file: FileRow;
@@ -56,7 +68,7 @@ export class FileLinks {
     if (!token) throw invalid(area === 'area' ? 'k: download token required' : 'z: download token required');
     if (token.length > 200) throw unauthorized('invalid download link');
     const found = await this.d.store.byTokenHash(sha256(token));
-    if (!found || found.link.revoked || found.file.state !== area)
+    if (!found || !linkOpens(found.link, this.d.clock.now()) || found.file.state !== area)
       throw unauthorized('invalid or expired download link');
     return found;
   }

@@ -138,6 +138,31 @@ export class FileService {
     return this.links.list(owner, area, page);
   }
 
+  /**
+   * Deletes a file now, from the area or the backup (its owner, or an admin, asked): every link
+   * stops at the claim, on every instance; then the contents, then the rows with the audit row
+   * `file.deleted`. False when it was already being deleted or purged. If the store fails after the
+   * claim, the sweeper finishes the deletion (a 'purging' row past its claim).
+   */
+  async removeNow(
+    file: FileRow,
+    who: { user: string | null; actor?: string | undefined; remote: string | null; via: string },
+  ): Promise<boolean> {
+    const now = this.d.clock.now();
+    if (!(await this.store.claimRemoval(file.id, now))) return false;
+    if (!file.contents_in_db) await this.d.writer.store.delete(file.blob_key);
+    const detail = { name: file.name, from: file.state, via: who.via };
+    const entry = {
+      event: 'file.deleted' as const,
+      user: who.user,
+      actor: who.actor ?? null,
+      remote: who.remote,
+    };
+    return this.store.deleteFile(file.id, now, (trx) =>
+      this.d.audit.record({ ...entry, fileId: file.id, detail }, trx),
+    );
+  }
+
   /** area → backup (link validity over, or first complete download in mailbox mode). */
   async retire(file: FileRow, reason: string): Promise<boolean> {
     const now = this.d.clock.now();

@@ -89,6 +89,16 @@ export class FileStore implements BlobCatalog {
     return this.claims.dueForPurge(now, staleMs, limit);
   }
 
+  /** Claims a file of the area or the backup for deletion now (FileClaims.claimRemoval). */
+  claimRemoval(fileId: number, now: number): Promise<boolean> {
+    return this.claims.claimRemoval(fileId, now);
+  }
+
+  /** A file's link validity, while it is in the area (FileClaims.setExpiry). */
+  setExpiry(fileId: number, expiresAt: number): Promise<boolean> {
+    return this.claims.setExpiry(fileId, expiresAt);
+  }
+
   /** Claims a file for purging; only one caller gets true. */
   claimPurge(file: FileRow, now: number): Promise<boolean> {
     return this.claims.claimPurge(file, now);

@@ -31,6 +31,35 @@ export class LinkStore {
       .execute();
   }
 
+  /** Revokes a link; false when it already was. */
+  async revoke(id: number): Promise<boolean> {
+    const res = await this.db
+      .updateTable('links')
+      .set({ revoked: 1 })
+      .where('id', '=', id)
+      .where('revoked', '=', 0)
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) === 1;
+  }
+
+  /** Sets recipient links' own expiry and download limit (undefined: unchanged, null: none). */
+  async setLimits(
+    ids: number[],
+    limits: { expiresAt?: number | null; maxDownloads?: number | null },
+  ): Promise<void> {
+    if (ids.length === 0) return;
+    const set: { expires_at?: number | null; max_downloads?: number | null } = {};
+    if (limits.expiresAt !== undefined) set.expires_at = limits.expiresAt;
+    if (limits.maxDownloads !== undefined) set.max_downloads = limits.maxDownloads;
+    if (Object.keys(set).length === 0) return;
+    await this.db
+      .updateTable('links')
+      .set(set)
+      .where('id', 'in', ids)
+      .where('kind', '=', 'recipient')
+      .execute();
+  }
+
   async clearPinFailures(id: number): Promise<void> {
     await this.db.updateTable('links').set({ pin_failures: 0 }).where('id', '=', id).execute();
   }

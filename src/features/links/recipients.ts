@@ -163,15 +163,7 @@ export class RecipientNotifier {
   async resend(owned: FileWithLink, to: string, remote: string | null): Promise<LinkRow> {
     const { file } = owned;
     if (file.state !== 'area') throw conflict('the file is no longer in the area');
-    const wanted = to.trim();
-    const mobile = normalizeMobile(wanted);
-    const links = await this.links.recipientLinks([file.id]);
-    const link = links.find(
-      (l) =>
-        String(l.id) === wanted ||
-        (l.recipient_email !== null && l.recipient_email === wanted.toLowerCase()) ||
-        (l.recipient_mobile !== null && l.recipient_mobile === mobile),
-    );
+    const link = recipientNamed(await this.links.recipientLinks([file.id]), to);
     if (!link || link.revoked) throw notFound('to: not a recipient of this file');
     const uploader = await this.users.byId(file.uploader_id);
     if (!uploader) throw conflict("the file's sender no longer exists");
@@ -236,4 +228,16 @@ export class RecipientNotifier {
     );
     this.notify.kick();
   }
+}
+
+/** The recipient link `to` names: its id, its e-mail address (any case) or its mobile number. */
+export function recipientNamed(links: LinkRow[], to: string): LinkRow | undefined {
+  const wanted = to.trim();
+  const mobile = normalizeMobile(wanted);
+  return links.find(
+    (l) =>
+      String(l.id) === wanted ||
+      (l.recipient_email !== null && l.recipient_email === wanted.toLowerCase()) ||
+      (l.recipient_mobile !== null && l.recipient_mobile === mobile),
+  );
 }

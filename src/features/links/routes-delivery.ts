@@ -4,11 +4,12 @@
 // download itself; limited per client address as the other anonymous link endpoints.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import type { Services } from '../../app/services.js';
 import { badRequest } from '../../platform/http/http-error.js';
 import { successEnvelope } from '../../platform/http/presenters.js';
 import { errors, json, successExample } from '../../platform/http/schemas.js';
 
-const statusExample = successExample('handlerDownloadList', 'USER1', {
+export const statusExample = successExample('handlerDownloadList', 'USER1', {
   id: 1,
   name: 'report.pdf',
   recipients: [
@@ -21,10 +22,13 @@ const statusExample = successExample('handlerDownloadList', 'USER1', {
       attempts: 1,
       lastAttempt: 1655159873000,
       downloads: { count: 1, complete: true, first: 1655160000000, last: 1655160000000 },
+      revoked: false,
+      expires: null,
+      maxDownloads: 1,
     },
   ],
 });
-const ownerErrors = errors({
+export const ownerErrors = errors({
   401: 'Missing k, or an unknown, revoked or retired link.',
   403: "A recipient's link: only the owner's shows delivery.",
 });
@@ -38,18 +42,24 @@ const ResendQuery = Type.Object({
   to: Type.Optional(Type.String({ maxLength: 254 })),
 });
 
-const limit = { rateLimit: { max: 60, timeWindow: '1 minute' } };
+export const limit = { rateLimit: { max: 60, timeWindow: '1 minute' } };
+
+/** The DeliveryStatus answer of a file: its recipients now, in the owner's envelope. */
+export async function deliveryAnswer(
+  services: Services,
+  file: { id: number; name: string; owner_id: number },
+) {
+  const owner = await services.users.byId(file.owner_id);
+  const recipients = (await services.tracking.recipientsOf([file.id])).get(file.id) ?? [];
+  return successEnvelope('handlerDownloadList', owner?.name ?? null, {
+    id: file.id,
+    name: file.name,
+    recipients,
+  });
+}
 
 export const deliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const { tracking, recipients, users } = app.services;
-
-  async function statusOf(fileId: number, ownerId: number) {
-    const owner = await users.byId(ownerId);
-    return {
-      owner: owner?.name ?? null,
-      recipients: (await tracking.recipientsOf([fileId])).get(fileId) ?? [],
-    };
-  }
+  const { tracking, recipients } = app.services;
 
   app.get(
     '/download/status',
@@ -64,12 +74,7 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const { file } = await tracking.byOwnerToken(request.query.k);
-      const { owner, recipients: list } = await statusOf(file.id, file.owner_id);
-      return reply
-        .header('Cache-Control', 'no-store')
-        .send(
-          successEnvelope('handlerDownloadList', owner, { id: file.id, name: file.name, recipients: list }),
-        );
+      return reply.header('Cache-Control', 'no-store').send(await deliveryAnswer(app.services, file));
     },
   );
 
@@ -96,14 +101,7 @@ export const deliveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const owned = await tracking.byOwnerToken(request.query.k);
       if (!request.query.to?.trim()) throw badRequest('to: recipient required');
       await recipients.resend(owned, request.query.to, request.ip);
-      const { owner, recipients: list } = await statusOf(owned.file.id, owned.file.owner_id);
-      return reply.header('Cache-Control', 'no-store').send(
-        successEnvelope('handlerDownloadList', owner, {
-          id: owned.file.id,
-          name: owned.file.name,
-          recipients: list,
-        }),
-      );
+      return reply.header('Cache-Control', 'no-store').send(await deliveryAnswer(app.services, owned.file));
     },
   );
 };

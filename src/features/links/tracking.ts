@@ -34,6 +34,12 @@ export interface RecipientStatus {
     first: number | null;
     last: number | null;
   };
+  /** (link control) the link was revoked by the sender */
+  revoked: boolean;
+  /** the link's own end (ms since the epoch), or null: the file's */
+  expires: number | null;
+  /** complete downloads after which the link retires, or null: no limit */
+  maxDownloads: number | null;
 }
 
 /** The recipient's own address (e-mail or mobile) of a recipient link. */
@@ -89,6 +95,9 @@ export class DeliveryTracker {
         channel,
         ...statusOf(message, address),
         downloads: byLink.get(link.id) ?? { count: 0, complete: false, first: null, last: null },
+        revoked: link.revoked === 1,
+        expires: link.expires_at === null ? null : Number(link.expires_at),
+        maxDownloads: link.max_downloads,
       });
       out.set(link.file_id, list);
     }

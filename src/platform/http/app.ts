@@ -20,6 +20,7 @@ import { fileRoutes } from '../../features/files/routes.js';
 import { keyRoutes } from '../../features/keys/routes.js';
 import { KEY_SCHEMAS } from '../../features/keys/schemas-keys.js';
 import { secureLinkRoutes } from '../../features/links/routes.js';
+import { linkControlRoutes } from '../../features/links/routes-control.js';
 import { deliveryRoutes } from '../../features/links/routes-delivery.js';
 import { healthRoutes } from '../../features/ops/routes.js';
 import { portalRoutes } from '../../features/portal/routes.js';
@@ -148,6 +149,7 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
       await api.register(fileRoutes);
       await api.register(secureLinkRoutes);
       await api.register(deliveryRoutes);
+      await api.register(linkControlRoutes);
       await api.register(webhookRoutes);
       await api.register(keyRoutes);
       await api.register(uploadRoutes);

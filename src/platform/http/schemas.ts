@@ -71,6 +71,13 @@ export const RecipientStatus = Type.Object(
       },
       closed,
     ),
+    revoked: Type.Boolean({ description: 'The sender revoked this link (POST /download/revoke).' }),
+    expires: Type.Union([Type.Integer(), Type.Null()], {
+      description: "The link's own end, ms since the epoch; null: the file's (PATCH /download/link).",
+    }),
+    maxDownloads: Type.Union([Type.Integer(), Type.Null()], {
+      description: 'Complete downloads after which the link answers as expired; null: no limit.',
+    }),
   },
   { ...closed, $id: 'RecipientStatus', title: 'Recipient status (ext)' },
 );

@@ -457,6 +457,15 @@ const sso: Migration = {
   },
 };
 
+// Control over sent links (src/features/links/link-control.ts): a recipient link's own expiry and
+// a limit of complete downloads, after which it answers as an expired one.
+const linkLimits: Migration = {
+  async up(db: AnyDb) {
+    await db.schema.alterTable('links').addColumn('expires_at', 'bigint').execute();
+    await db.schema.alterTable('links').addColumn('max_downloads', 'integer').execute();
+  },
+};
+
 /**
  * The events the statistics count, as the SQL list of the partial index audit_stats: a query
  * reads through that index only when its WHERE names the same list (src/features/admin/stats-store.ts).
@@ -483,6 +492,7 @@ const migrations = (dialect: Dialect): Record<string, Migration> => ({
   '0025_admin_reports': adminReports(dialect),
   '0026_api_keys': apiKeys,
   '0027_sso': sso,
+  '0028_link_limits': linkLimits,
 });
 
 class StaticProvider implements MigrationProvider {

@@ -104,6 +104,10 @@ export interface LinksTable {
   revoked: number;
   downloads: number;
   created_at: number;
+  /** A recipient link's own end (ms), before its file's; null: the file's. */
+  expires_at: number | null;
+  /** Complete downloads after which a recipient link answers as expired; null: no limit. */
+  max_downloads: number | null;
 }
 
 export interface OutboxTable {

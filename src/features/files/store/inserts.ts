@@ -223,6 +223,8 @@ function compileInsertLink(db: Db) {
         revoked: 0,
         downloads: 0,
         created_at: param('createdAt'),
+        expires_at: null,
+        max_downloads: null,
       })
       .returningAll(),
   );

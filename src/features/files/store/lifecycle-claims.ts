@@ -54,6 +54,32 @@ export class FileClaims {
       .execute();
   }
 
+  /**
+   * Claims a file in the area or the backup for deletion now (its owner deleted it): no link opens
+   * it from this moment; only one caller gets true. A crash before deleteFile leaves a 'purging'
+   * row that the sweeper finishes.
+   */
+  async claimRemoval(fileId: number, now: number): Promise<boolean> {
+    const res = await this.db
+      .updateTable('files')
+      .set({ state: 'purging', purge_at: now })
+      .where('id', '=', fileId)
+      .where('state', 'in', ['area', 'backup'])
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) === 1;
+  }
+
+  /** A file's link validity (area files only); false when it left the area. */
+  async setExpiry(fileId: number, expiresAt: number): Promise<boolean> {
+    const res = await this.db
+      .updateTable('files')
+      .set({ expires_at: expiresAt })
+      .where('id', '=', fileId)
+      .where('state', '=', 'area')
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) === 1;
+  }
+
   /** Claims a file for purging; only one caller gets true. */
   async claimPurge(file: FileRow, now: number): Promise<boolean> {
     const res = await this.db

@@ -29,6 +29,8 @@ const LINK_COLUMNS = [
   'revoked',
   'downloads',
   'created_at',
+  'expires_at',
+  'max_downloads',
 ] as const satisfies readonly (keyof LinkRow)[];
 
 /** Every column of files, selected after a link's as `f_<column>` (byTokenHash). */
