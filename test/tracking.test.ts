@@ -112,6 +112,9 @@ describe('delivery tracking', () => {
           attempts: 0,
           lastAttempt: null,
           downloads: { count: 0, complete: false, first: null, last: null },
+          revoked: false,
+          expires: null,
+          maxDownloads: null,
         },
         {
           address: '+55*******0000',
@@ -121,6 +124,9 @@ describe('delivery tracking', () => {
           attempts: 0,
           lastAttempt: null,
           downloads: { count: 0, complete: false, first: null, last: null },
+          revoked: false,
+          expires: null,
+          maxDownloads: null,
         },
       ],
     );
