@@ -5,15 +5,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { browserSkip, launchBrowser, type OpenedPage, openPage } from './helpers/browser.js';
-import {
-  CLIENT_ID,
-  CLIENT_SECRET,
-  type IdentityProvider,
-  issuerOnFreePort,
-  startIdentityProvider,
-} from './helpers/oidc-provider.js';
+import { type IdentityProvider, issuerOnFreePort, startIdentityProvider } from './helpers/oidc-provider.js';
 import { closeAll, startTestServer, type TestServer } from './helpers/server.js';
-import { ROLE_ENV } from './helpers/sso.js';
+import { sendFromPortal, signInThroughProvider, ssoEnv } from './helpers/sso.js';
 
 describe('single sign-on in the browser', { skip: browserSkip() }, () => {
   let t: TestServer;
@@ -24,13 +18,7 @@ describe('single sign-on in the browser', { skip: browserSkip() }, () => {
   before(async () => {
     const issuer = await issuerOnFreePort();
     t = await startTestServer({
-      env: {
-        REMESSA_OIDC_ISSUER: issuer,
-        REMESSA_OIDC_CLIENT_ID: CLIENT_ID,
-        REMESSA_OIDC_CLIENT_SECRET: CLIENT_SECRET,
-        REMESSA_OIDC_CREATE_USERS: 'true',
-        ...ROLE_ENV,
-      },
+      env: ssoEnv(issuer, { REMESSA_OIDC_CREATE_USERS: 'true' }),
     });
     idp = await startIdentityProvider(issuer, t.base);
     browser = await launchBrowser();
@@ -51,14 +39,7 @@ describe('single sign-on in the browser', { skip: browserSkip() }, () => {
     o = await openPage(browser, { locale: 'en-US' });
     const { page } = o;
     await page.goto(`${t.origin}/?lang=en`);
-    await page.getByRole('link', { name: 'Sign in with Test IdP' }).click();
-
-    // The provider's own login form (any password, the login is the subject).
-    await page.locator('input[name="login"]').fill('sub-zoe');
-    await page.locator('input[name="password"]').fill('whatever');
-    await page.getByRole('button', { name: 'Sign-in' }).click();
-
-    await page.getByRole('heading', { name: 'Send files' }).waitFor();
+    await signInThroughProvider(page, 'sub-zoe');
     // The one-time code is gone from the address.
     assert.equal(new URL(page.url()).hash, '#/send');
     const token = await page.evaluate(() => sessionStorage.getItem('remessa.token'));
@@ -72,12 +53,7 @@ describe('single sign-on in the browser', { skip: browserSkip() }, () => {
     assert.equal(admin.status, 200);
     assert.equal(((await admin.json()) as { account: { role: string } }).account.role, 'admin');
 
-    await page
-      .getByLabel('Files')
-      .setInputFiles([{ name: 'sso.txt', mimeType: 'text/plain', buffer: Buffer.from('signed in') }]);
-    await page.getByLabel('Destination user').fill('bob');
-    await page.getByRole('button', { name: 'Send', exact: true }).click();
-    await page.getByLabel('Link for sso.txt').waitFor();
+    await sendFromPortal(page, 'sso.txt', 'bob');
     const upload = await t.server.services.db
       .selectFrom('audit')
       .select('user_name')

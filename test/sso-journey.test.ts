@@ -9,16 +9,10 @@ import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { browserSkip, launchBrowser, type OpenedPage, openPage } from './helpers/browser.js';
 import { passwordGrant, uploadStatus } from './helpers/keys.js';
-import {
-  CLIENT_ID,
-  CLIENT_SECRET,
-  type IdentityProvider,
-  issuerOnFreePort,
-  startIdentityProvider,
-} from './helpers/oidc-provider.js';
+import { type IdentityProvider, issuerOnFreePort, startIdentityProvider } from './helpers/oidc-provider.js';
 import { createTempDatabase, PG_REQUIRED, PG_SKIP, postgresAvailable } from './helpers/postgres.js';
 import { basic, closeAll, startTestServer, type TestServer } from './helpers/server.js';
-import { ROLE_ENV } from './helpers/sso.js';
+import { sendFromPortal, signInThroughProvider, ssoEnv } from './helpers/sso.js';
 
 const available = await postgresAvailable();
 if (!available && PG_REQUIRED) throw new Error(PG_SKIP);
@@ -35,15 +29,11 @@ describe('single sign-on, an API key and a script, on two instances', { skip }, 
   before(async () => {
     database = await createTempDatabase();
     const issuer = await issuerOnFreePort();
-    const env = {
+    const env = ssoEnv(issuer, {
       REMESSA_DATABASE_URL: database.url,
-      REMESSA_OIDC_ISSUER: issuer,
-      REMESSA_OIDC_CLIENT_ID: CLIENT_ID,
-      REMESSA_OIDC_CLIENT_SECRET: CLIENT_SECRET,
       REMESSA_OIDC_CREATE_USERS: 'true',
       REMESSA_PASSWORD_LOGIN: 'false',
-      ...ROLE_ENV,
-    };
+    });
     a = await startTestServer({ env });
     b = await startTestServer({ env });
     idp = await startIdentityProvider(issuer, a.base);
@@ -74,20 +64,11 @@ describe('single sign-on, an API key and a script, on two instances', { skip }, 
     await page.goto(`${a.origin}/?lang=en`);
     // Password sign-in is off: the page offers only the provider.
     assert.equal(await page.getByLabel('Password', { exact: true }).count(), 0);
-    await page.getByRole('link', { name: 'Sign in with Test IdP' }).click();
-    await page.locator('input[name="login"]').fill('sub-maria');
-    await page.locator('input[name="password"]').fill('whatever');
-    await page.getByRole('button', { name: 'Sign-in' }).click();
-    await page.getByRole('heading', { name: 'Send files' }).waitFor();
+    await signInThroughProvider(page, 'sub-maria');
     const maria = await b.server.services.users.get('maria');
     assert.deepEqual([maria.role, maria.sso_subject], ['auditor', 'sub-maria']);
 
-    await page
-      .getByLabel('Files')
-      .setInputFiles([{ name: 'contract.txt', mimeType: 'text/plain', buffer: Buffer.from('signed') }]);
-    await page.getByLabel('Destination user').fill('bob');
-    await page.getByRole('button', { name: 'Send', exact: true }).click();
-    await page.getByLabel('Link for contract.txt').waitFor();
+    await sendFromPortal(page, 'contract.txt', 'bob');
 
     await page.getByRole('navigation').getByRole('link', { name: 'API keys' }).click();
     await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();

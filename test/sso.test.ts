@@ -5,15 +5,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import {
-  CLIENT_ID,
-  CLIENT_SECRET,
   type IdentityProvider,
   issuerOnFreePort,
   signInAtProvider,
   startIdentityProvider,
 } from './helpers/oidc-provider.js';
 import { closeAll, GO_TIME, startTestServer, type TestServer } from './helpers/server.js';
-import { assertFailurePage, ROLE_ENV, trade, userNames } from './helpers/sso.js';
+import { assertFailurePage, ssoEnv, trade, userNames } from './helpers/sso.js';
 
 describe('single sign-on with a real OpenID provider', () => {
   let t: TestServer;
@@ -22,13 +20,7 @@ describe('single sign-on with a real OpenID provider', () => {
   before(async () => {
     const issuer = await issuerOnFreePort();
     t = await startTestServer({
-      env: {
-        REMESSA_OIDC_ISSUER: issuer,
-        REMESSA_OIDC_CLIENT_ID: CLIENT_ID,
-        REMESSA_OIDC_CLIENT_SECRET: CLIENT_SECRET,
-        REMESSA_LANG: 'en',
-        ...ROLE_ENV,
-      },
+      env: ssoEnv(issuer, { REMESSA_LANG: 'en' }),
     });
     idp = await startIdentityProvider(issuer, t.base);
   });

@@ -1,7 +1,9 @@
 // What the single sign-on tests check after each attempt: the page, the audit row, the accounts.
 import assert from 'node:assert/strict';
+import type { Page } from 'playwright-core';
 import type { FailureReason } from '../../src/features/sso/failure.js';
 import { FAILURE_TEXT } from '../../src/features/sso/failure-page.js';
+import { CLIENT_ID, CLIENT_SECRET } from './oidc-provider.js';
 import type { TestServer } from './server.js';
 
 export const ROLE_ENV = {
@@ -10,6 +12,33 @@ export const ROLE_ENV = {
   REMESSA_OIDC_ROLE_MAP: 'remessa-admins=admin,remessa-audit=auditor',
   REMESSA_OIDC_NAME: 'Test IdP',
 };
+
+/** Settings of a Remessa that signs people in at `issuer` (the tests' provider's client). */
+export const ssoEnv = (issuer: string, more: Record<string, string> = {}) => ({
+  REMESSA_OIDC_ISSUER: issuer,
+  REMESSA_OIDC_CLIENT_ID: CLIENT_ID,
+  REMESSA_OIDC_CLIENT_SECRET: CLIENT_SECRET,
+  ...ROLE_ENV,
+  ...more,
+});
+
+/** In the portal's sign-in page: "Sign in with Test IdP", then the provider's form as `sub`. */
+export async function signInThroughProvider(page: Page, sub: string): Promise<void> {
+  await page.getByRole('link', { name: 'Sign in with Test IdP' }).click();
+  // The provider's own login form (any password, the login is the subject).
+  await page.locator('input[name="login"]').fill(sub);
+  await page.locator('input[name="password"]').fill('whatever');
+  await page.getByRole('button', { name: 'Sign-in' }).click();
+  await page.getByRole('heading', { name: 'Send files' }).waitFor();
+}
+
+/** On the send page: sends one small text file `name` to user `to`, and waits for its link. */
+export async function sendFromPortal(page: Page, name: string, to: string): Promise<void> {
+  await page.getByLabel('Files').setInputFiles([{ name, mimeType: 'text/plain', buffer: Buffer.from(name) }]);
+  await page.getByLabel('Destination user').fill(to);
+  await page.getByRole('button', { name: 'Send', exact: true }).click();
+  await page.getByLabel(`Link for ${name}`).waitFor();
+}
 
 /** The answer to a failed sign-in: `status`, the page in `lang` saying `reason`, and its audit row. */
 export async function assertFailurePage(

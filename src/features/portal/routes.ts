@@ -9,6 +9,7 @@ import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type Config, LANGS, type Lang } from '../../app/config.js';
 import { currentUser, requireBearer } from '../../platform/http/auth-hooks.js';
+import { escapeHtml } from '../../platform/html.js';
 import { csp } from '../../platform/http/security-headers.js';
 
 /** Minutes without activity after which the portal forgets the bearer token. */
@@ -38,15 +39,6 @@ function loadManifest(): Manifest | null {
   if (!existsSync(file)) return null;
   return JSON.parse(readFileSync(file, 'utf8')) as Manifest;
 }
-
-const ESCAPES: Record<string, string> = {
-  '&': '&amp;',
-  '<': '&lt;',
-  '>': '&gt;',
-  '"': '&quot;',
-  "'": '&#39;',
-};
-const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
 
 function pickLang(request: FastifyRequest, fallback: Lang): Lang {
   const q = (request.query as Record<string, unknown> | undefined)?.['lang'];

@@ -1,6 +1,7 @@
 // The page a failed single sign-on shows, in the person's language (pt/en/es): what happened and a
 // link back to the portal. No script and no inline style, so the portal's CSP holds.
 import type { Lang } from '../../app/config.js';
+import { escapeHtml } from '../../platform/html.js';
 import type { FailureReason } from './failure.js';
 
 interface Words {
@@ -63,15 +64,6 @@ export const FAILURE_TEXT: Record<Lang, Words> = {
     },
   },
 };
-
-const ESCAPES: Record<string, string> = {
-  '&': '&amp;',
-  '<': '&lt;',
-  '>': '&gt;',
-  '"': '&quot;',
-  "'": '&#39;',
-};
-const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
 
 export function failurePage(reason: FailureReason, lang: Lang, backTo: string): string {
   const words = FAILURE_TEXT[lang];

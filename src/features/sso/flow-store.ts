@@ -2,23 +2,13 @@
 // is taken by one DELETE … RETURNING, so a state or a code works once, on whichever instance
 // answers first.
 import type { Db } from '../../platform/sql/database.js';
+import type { SsoHandoffsTable, SsoPendingTable } from '../../platform/sql/schema.js';
 
-export interface PendingSignIn {
-  state: string;
-  nonce: string;
-  /** sealed */
-  verifier: string;
-  return_to: string;
-  lang: string | null;
-  created_at: number;
-}
+/** A sign-in under way, as stored (platform/sql/schema.ts). */
+export type PendingSignIn = SsoPendingTable;
 
-export interface Handoff {
-  user_id: number;
-  /** sealed */
-  payload: string;
-  expires_at: number;
-}
+/** A hand-off code's row without its hash. */
+export type Handoff = Omit<SsoHandoffsTable, 'code_hash'>;
 
 export class SsoFlowStore {
   constructor(private readonly db: Db) {}
