@@ -2,6 +2,7 @@
 // text, and sending a failed one again. The retry is a conditional update of the message (failed →
 // pending) committed with its audit row: of any number of requests on any number of instances one
 // wins, the others are told the message is no longer failed; the lanes' leases then send it once.
+
 import type { Clock } from '../../platform/clock.js';
 import { conflict, invalid, notFound } from '../../platform/errors.js';
 import type { Db } from '../../platform/sql/database.js';
@@ -9,7 +10,7 @@ import type { OutboxRow } from '../../platform/sql/schema.js';
 import { inTransaction } from '../../platform/sql/transaction.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { NotificationService, OutboxChannel } from '../notify/notification-service.js';
-import { entryOf } from '../notify/outbox-messages.js';
+import { entryOf, type OutboxEntry } from '../notify/outbox-messages.js';
 import type { OutboxStore } from '../notify/outbox-store.js';
 import { iso, type Page, pageOf, parseCursor, parseLimit } from './report-params.js';
 
@@ -23,20 +24,17 @@ export interface OutboxQuery {
   cursor?: string;
 }
 
-export interface OutboxMessageView {
-  id: number;
-  channel: string;
-  recipient: string;
-  kind: string;
-  status: string;
-  attempts: number;
+/** A message as the admin API shows it: the outbox entry's fields, its times as ISO 8601. */
+export interface OutboxMessageView
+  extends Pick<
+    OutboxEntry,
+    'id' | 'channel' | 'recipient' | 'kind' | 'status' | 'attempts' | 'lastError' | 'fileId'
+  > {
   created: string;
   lastAttempt: string | null;
   /** When a pending message is tried next; null once it is no longer pending. */
   nextAttempt: string | null;
   sent: string | null;
-  lastError: string | null;
-  fileId: number | null;
   user: string | null;
 }
 

@@ -67,6 +67,43 @@ export function say(slot: Element, kind: 'error' | 'info' | 'success' | null, te
   if (kind && text) slot.appendChild(notice(kind, text));
 }
 
+/** A form's input refused before it is sent: what to say, and the field to put the focus in. */
+export interface FormProblem {
+  text: string;
+  field: HTMLElement;
+}
+
+/**
+ * A narrow card form: on submit, the first problem `check` finds is said in `status` with the
+ * focus in its field; otherwise `send` runs with the submit button disabled until it ends.
+ */
+export function cardForm(
+  parts: {
+    status: Element;
+    submit: HTMLButtonElement;
+    check?: () => FormProblem | null;
+    send: () => Promise<void>;
+  },
+  ...children: (Child | Child[])[]
+): HTMLFormElement {
+  const onsubmit = async (e: Event) => {
+    e.preventDefault();
+    const problem = parts.check?.() ?? null;
+    if (problem) {
+      say(parts.status, 'error', problem.text);
+      problem.field.focus();
+      return;
+    }
+    parts.submit.disabled = true;
+    try {
+      await parts.send();
+    } finally {
+      parts.submit.disabled = false;
+    }
+  };
+  return h('form', { class: 'card narrow', novalidate: true, onsubmit }, ...children);
+}
+
 /** The page's h1 (focusable, so route changes can move focus to it) and the document title. */
 export function pageHeading(text: string): HTMLHeadingElement {
   document.title = `${text} · Remessa`;

@@ -3,7 +3,7 @@
 // a JSON body, so passwords stay out of URLs). Statuses as the API answers them.
 import { ApiError, call, errorText } from '../api.js';
 import { config } from '../config.js';
-import { field, h, notice, pageHeading, put, say, swap, usernameInput } from '../dom.js';
+import { cardForm, field, h, notice, pageHeading, put, say, swap, usernameInput } from '../dom.js';
 import { currentLang, t } from '../i18n.js';
 import type { PageContext } from '../page-context.js';
 
@@ -41,20 +41,16 @@ export function renderRecovery(ctx: PageContext, kind: 'forgot' | 'first'): void
   if (kind === 'forgot') username.maxLength = 254;
   const status = h('div', { class: 'status-slot' });
   const submit = h('button', { type: 'submit' }, t('sendLink'));
-  const form = h(
-    'form',
+  const form = cardForm(
     {
-      class: 'card narrow',
-      novalidate: true,
-      onsubmit: async (e) => {
-        e.preventDefault();
+      status,
+      submit,
+      check: () =>
+        username.value.trim()
+          ? null
+          : { text: t(kind === 'forgot' ? 'nameOrEmailNeeded' : 'unknownUser'), field: username },
+      send: async () => {
         const u = username.value.trim();
-        if (!u) {
-          say(status, 'error', t(kind === 'forgot' ? 'nameOrEmailNeeded' : 'unknownUser'));
-          username.focus();
-          return;
-        }
-        submit.disabled = true;
         try {
           const path = kind === 'forgot' ? '/auth/forgetParameters' : '/auth/firstaccess';
           const res = await call<{ linkURL?: string }>(path, { query: { u } });
@@ -63,8 +59,6 @@ export function renderRecovery(ctx: PageContext, kind: 'forgot' | 'first'): void
         } catch (err) {
           if (kind === 'forgot') forgotAnswer(status, err);
           else firstAccessAnswer(status, null, err);
-        } finally {
-          submit.disabled = false;
         }
       },
     },
@@ -131,24 +125,15 @@ export function renderChange(ctx: PageContext): void {
     }
   });
   const submit = h('button', { type: 'submit' }, t('changePassword'));
-  const form = h(
-    'form',
+  const form: HTMLFormElement = cardForm(
     {
-      class: 'card narrow',
-      novalidate: true,
-      onsubmit: async (e) => {
-        e.preventDefault();
-        if (!code.value.trim()) {
-          say(status, 'error', t('codeNeeded'));
-          code.focus();
-          return;
-        }
-        if (pw.value !== pw2.value) {
-          say(status, 'error', t('passwordsDiffer'));
-          pw2.focus();
-          return;
-        }
-        submit.disabled = true;
+      status,
+      submit,
+      check: () => {
+        if (!code.value.trim()) return { text: t('codeNeeded'), field: code };
+        return pw.value !== pw2.value ? { text: t('passwordsDiffer'), field: pw2 } : null;
+      },
+      send: async () => {
         try {
           await call('/auth/changeParameters', {
             method: 'POST',
@@ -164,8 +149,6 @@ export function renderChange(ctx: PageContext): void {
           );
         } catch (err) {
           say(status, 'error', changeErrorText(err));
-        } finally {
-          submit.disabled = false;
         }
       },
     },

@@ -1,7 +1,7 @@
 // Sign in: username + password → POST {base}/auth/login with Basic; clear words on 401 and lockout.
 import { ApiError, call, errorText } from '../api.js';
 import { config } from '../config.js';
-import { field, h, notice, pageHeading, put, say, usernameInput } from '../dom.js';
+import { cardForm, field, h, notice, pageHeading, put, say, usernameInput } from '../dom.js';
 import { currentLang, t } from '../i18n.js';
 import { loadUserLang } from '../language.js';
 import type { PageContext } from '../page-context.js';
@@ -47,19 +47,15 @@ export function renderSignIn(ctx: PageContext): void {
   const status = h('div', { class: 'status-slot' });
   const submit = h('button', { type: 'submit' }, t('signIn'));
 
-  const form = h(
-    'form',
+  const form = cardForm(
     {
-      class: 'card narrow',
-      novalidate: true,
-      onsubmit: async (e) => {
-        e.preventDefault();
-        if (!username.value.trim() || !password.value) {
-          say(status, 'error', t('badCredentials'));
-          (username.value.trim() ? password : username).focus();
-          return;
-        }
-        submit.disabled = true;
+      status,
+      submit,
+      check: () =>
+        !username.value.trim() || !password.value
+          ? { text: t('badCredentials'), field: username.value.trim() ? password : username }
+          : null,
+      send: async () => {
         say(status, 'info', t('loading'));
         try {
           const user = username.value.trim();
@@ -78,8 +74,6 @@ export function renderSignIn(ctx: PageContext): void {
           say(status, 'error', text);
           password.value = '';
           password.focus();
-        } finally {
-          submit.disabled = false;
         }
       },
     },
