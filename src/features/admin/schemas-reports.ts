@@ -1,7 +1,7 @@
 // The shapes of the admin reports' answers (docs/admin.md: audit, transfers, outbox, statistics),
 // named so openapi.json lists them under components and the tests check every answer against
 // them (test/helpers/responses.ts). Closed objects, as in src/platform/http/schemas.ts.
-import { type TSchema, Type } from 'typebox';
+import { type Static, type TSchema, Type } from 'typebox';
 
 const closed = { additionalProperties: false } as const;
 const time = (description = 'ISO 8601, UTC.') =>
@@ -124,3 +124,11 @@ export const ADMIN_REPORT_SCHEMAS: TSchema[] = [
   AdminOutboxMessage,
   AdminStatsBucket,
 ];
+
+// What the console reads (type-only: nothing of these reaches its bundle).
+export type AuditEntryBody = Static<typeof AdminAuditEntry>;
+export type RecipientBody = Static<typeof AdminRecipient>;
+export type TransferBody = Static<typeof AdminTransfer>;
+export type TimelineEntryBody = Static<typeof AdminTimelineEntry>;
+export type OutboxMessageBody = Static<typeof AdminOutboxMessage>;
+export type StatsBucketBody = Static<typeof AdminStatsBucket>;

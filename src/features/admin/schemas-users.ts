@@ -1,7 +1,7 @@
 // The response shapes of the admin API's users routes (docs/admin.md, "Users"): components of
 // openapi.json (platform/http/app.ts adds them) and what the tests check every answer against.
 // Every envelope's `user` is the acting account; the account an answer is about is `account`.
-import { Type } from 'typebox';
+import { type Static, Type } from 'typebox';
 import { closed, successFields } from '../../platform/http/schemas.js';
 
 export const ADMIN_USERS_HANDLER = 'handlerAdminUsers';
@@ -89,3 +89,7 @@ export const ADMIN_USER_SCHEMAS = [
   AdminPasswordResetSent,
   AdminUserRemoved,
 ];
+
+// What the console reads (type-only).
+export type UserSummaryBody = Static<typeof UserSummary>;
+export type UserDetailBody = Static<typeof UserDetail>;

@@ -1,96 +1,29 @@
 // The admin API's answers as the console reads them (docs/admin.md). Every call goes with the
 // session's bearer token; the API checks the role on each one.
+import type {
+  AuditEntryBody,
+  OutboxMessageBody,
+  RecipientBody,
+  StatsBucketBody,
+  TimelineEntryBody,
+  TransferBody,
+} from '../../../../admin/schemas-reports.js';
+import type { UserDetailBody, UserSummaryBody } from '../../../../admin/schemas-users.js';
 import { type CallOptions, call, type Envelope } from '../../api.js';
 
 export type Role = 'user' | 'auditor' | 'admin';
 export const ROLES: Role[] = ['user', 'auditor', 'admin'];
 
-export interface UserSummary {
-  name: string;
-  email: string | null;
-  mobile: string | null;
-  lang: string;
-  role: Role;
-  enabled: boolean;
-  locked: boolean;
-  lockedUntil: string | null;
-  firstAccess: boolean;
-  created: string;
-  lastSignIn: string | null;
-}
-
-export interface UserDetail extends UserSummary {
-  usage?: { areaFiles: number; areaBytes: number; backupFiles: number; backupBytes: number };
-}
-
-export interface AuditEntry {
-  id: number;
-  time: string;
-  event: string;
-  user: string | null;
-  actor: string | null;
-  remote: string | null;
-  fileId: number | null;
-  detail: unknown;
-}
-
-export interface Transfer {
-  id: number;
-  name: string | null;
-  size: number | null;
-  sha256: string | null;
-  state: 'area' | 'backup' | 'purged';
-  owner: string | null;
-  sender: string | null;
-  created: string | null;
-  expires: string | null;
-  retired: string | null;
-  purged: string | null;
-  recipients: { address: string; channel: string; status: string; downloads: number }[];
-  downloads: number;
-}
-
-export interface TimelineEntry {
-  time: string;
-  source: 'audit' | 'outbox';
-  event: string;
-  detail: unknown;
-  user: string | null;
-  remote: string | null;
-  channel: string | null;
-  status: string | null;
-  attempts: number | null;
-  lastError: string | null;
-}
-
-export interface OutboxMessage {
-  id: number;
-  channel: string;
-  recipient: string;
-  kind: string;
-  status: 'pending' | 'sent' | 'failed' | 'logged';
-  attempts: number;
-  created: string;
-  lastAttempt: string | null;
-  nextAttempt: string | null;
-  sent: string | null;
-  lastError: string | null;
-  fileId: number | null;
-  user: string | null;
-}
-
-export interface StatsBucket {
-  start: string;
-  uploads: number;
-  uploadBytes: number;
-  downloads: number;
-  downloadBytes: number;
-  senders: number;
-  recipients: number;
-  failedSignIns: number;
-  lockouts: number;
-  notificationFailures: number;
-}
+// The answers' shapes come from the schemas openapi.json is made of (type-only imports).
+export type UserSummary = UserSummaryBody;
+/** An account with its usage (the console also shows a summary where the usage is not read). */
+export type UserDetail = UserSummary & { usage?: UserDetailBody['usage'] };
+export type AuditEntry = AuditEntryBody;
+/** (A $ref inside a schema types as unknown: `recipients` is named here.) */
+export type Transfer = Omit<TransferBody, 'recipients'> & { recipients: RecipientBody[] };
+export type TimelineEntry = TimelineEntryBody;
+export type OutboxMessage = OutboxMessageBody;
+export type StatsBucket = StatsBucketBody;
 
 export interface Stats {
   bucket: 'hour' | 'day';
