@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type Config, LANGS, type Lang } from '../../app/config.js';
-import { escapeHtml } from '../../platform/html.js';
+import { escapeHtml, pageStart } from '../../platform/html.js';
 import { currentUser, requireBearer } from '../../platform/http/auth-hooks.js';
 import { csp } from '../../platform/http/security-headers.js';
 
@@ -59,13 +59,7 @@ function renderShell(config: Config, manifest: Manifest | null, page: PageKind, 
     ? `<link rel="stylesheet" href="${assets}${escapeHtml(manifest.css)}">\n` +
       `<script type="module" src="${assets}${escapeHtml(manifest.js)}"></script>`
     : '';
-  return `<!doctype html>
-<html lang="${lang === 'pt' ? 'pt-BR' : lang}">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<meta name="remessa-config" content="${escapeHtml(JSON.stringify(settings))}">
+  return `${pageStart(lang)}<meta name="remessa-config" content="${escapeHtml(JSON.stringify(settings))}">
 <title>Remessa</title>
 <link rel="icon" href="data:,">
 ${head}

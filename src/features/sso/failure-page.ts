@@ -1,7 +1,7 @@
 // The page a failed single sign-on shows, in the person's language (pt/en/es): what happened and a
 // link back to the portal. No script and no inline style, so the portal's CSP holds.
 import type { Lang } from '../../app/config.js';
-import { escapeHtml } from '../../platform/html.js';
+import { escapeHtml, pageStart } from '../../platform/html.js';
 import type { FailureReason } from './failure.js';
 
 interface Words {
@@ -67,13 +67,7 @@ export const FAILURE_TEXT: Record<Lang, Words> = {
 
 export function failurePage(reason: FailureReason, lang: Lang, backTo: string): string {
   const words = FAILURE_TEXT[lang];
-  return `<!doctype html>
-<html lang="${lang === 'pt' ? 'pt-BR' : lang}">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<title>${escapeHtml(words.title)} · Remessa</title>
+  return `${pageStart(lang)}<title>${escapeHtml(words.title)} · Remessa</title>
 <link rel="icon" href="data:,">
 </head>
 <body data-page="sso-failed">
