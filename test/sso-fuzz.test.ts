@@ -50,6 +50,8 @@ describe(`single sign-on under hostile input (seed ${SEED})`, () => {
         fc.array(fc.tuple(fc.constantFrom(...PARAMS), nasty), { maxLength: 6 }),
         fc.option(nasty),
         async (pairs, cookie) => {
+          // Past the per-address limit's window now and then: every run reaches the handler.
+          t.clock.advance(1_100);
           const query = pairs.map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join('&');
           const res = await fetch(`${t.base}/auth/oidc/callback?${query}`, {
             redirect: 'manual',
@@ -92,6 +94,7 @@ describe(`single sign-on under hostile input (seed ${SEED})`, () => {
   test('start: odd parameters are refused or ignored, never a failure of the server', async () => {
     await fc.assert(
       fc.asyncProperty(nasty, nasty, async (to, lang) => {
+        t.clock.advance(1_100);
         const q = `to=${encodeURIComponent(to)}&lang=${encodeURIComponent(lang)}`;
         const res = await fetch(`${t.base}/auth/oidc/start?${q}`, { redirect: 'manual' });
         await res.arrayBuffer();
@@ -103,7 +106,19 @@ describe(`single sign-on under hostile input (seed ${SEED})`, () => {
     );
   });
 
+  test('start is limited per address: each stores a pending sign-in', async () => {
+    t.clock.advance(61_000);
+    const statuses: number[] = [];
+    for (let i = 0; i < 61; i++) {
+      const res = await fetch(`${t.base}/auth/oidc/start`, { redirect: 'manual' });
+      await res.arrayBuffer();
+      statuses.push(res.status);
+    }
+    assert.deepEqual([statuses.slice(0, 60).every((s) => s === 302), statuses[60]], [true, 429]);
+  });
+
   test('afterwards: a real sign-in works and no error was logged', async () => {
+    t.clock.advance(61_000);
     fake.mode = 'good';
     fake.claims = { sub: 'fuzz-1', preferred_username: 'fuzzed' };
     const start = await fetch(`${t.base}/auth/oidc/start`, { redirect: 'manual' });

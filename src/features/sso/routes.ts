@@ -80,19 +80,26 @@ export const ssoRoutes: FastifyPluginAsyncTypebox = async (app) => {
     return sso;
   };
 
-  app.get('/auth/oidc/start', { schema: { hide: true, querystring: StartQuery } }, async (request, reply) => {
-    const service = enabled();
-    const lang = isLang(request.query.lang) ? request.query.lang : null;
-    try {
-      const { url, state } = await service.start(request.query.to ?? 'portal', lang, request.ip);
-      setCookie(reply, state, PENDING_MS / 1000);
-      return reply.header('Cache-Control', 'no-store').redirect(url, 302);
-    } catch (err) {
-      return failed(reply, err);
-    }
-  });
+  // Each start stores a pending sign-in: limited per address like the other anonymous routes.
+  const perAddress = { rateLimit: { max: 60, timeWindow: '1 minute' } };
 
-  app.get('/auth/oidc/callback', { schema: { hide: true } }, async (request, reply) => {
+  app.get(
+    '/auth/oidc/start',
+    { schema: { hide: true, querystring: StartQuery }, config: perAddress },
+    async (request, reply) => {
+      const service = enabled();
+      const lang = isLang(request.query.lang) ? request.query.lang : null;
+      try {
+        const { url, state } = await service.start(request.query.to ?? 'portal', lang, request.ip);
+        setCookie(reply, state, PENDING_MS / 1000);
+        return reply.header('Cache-Control', 'no-store').redirect(url, 302);
+      } catch (err) {
+        return failed(reply, err);
+      }
+    },
+  );
+
+  app.get('/auth/oidc/callback', { schema: { hide: true }, config: perAddress }, async (request, reply) => {
     const service = enabled();
     const q = request.url.indexOf('?');
     try {
