@@ -73,7 +73,18 @@ describe('link control', () => {
     assert.equal(await downloadStatus(t, ana), 200);
     assert.equal(await downloadStatus(t, ana), 200);
     // Without `to`: every recipient link; the owner's link is never limited.
-    assert.equal((await changeLink(t, sent.k, { maxDownloads: 2 })).status, 200);
+    const all = await changeLink(t, sent.k, { maxDownloads: 2 });
+    assert.equal(all.status, 200);
+    assert.deepEqual(
+      (all.body['recipients'] as { maxDownloads: number; completeDownloads: number }[]).map((x) => [
+        x.maxDownloads,
+        x.completeDownloads,
+      ]),
+      [
+        [2, 2],
+        [2, 1],
+      ],
+    );
     await refusedAsExpired(t, ana);
     assert.equal(await downloadStatus(t, bob), 200, 'two allowed now, one used');
     await refusedAsExpired(t, bob);
