@@ -145,6 +145,12 @@ describe('portal: control over sent links and files', { skip: browserSkip() }, (
     const expires = Number(file.expires_at);
     assert.ok(expires > Date.now() + 2 * 86_400_000 && expires < Date.now() + 5 * 86_400_000, `${expires}`);
     await check(o, 'list');
+    // In Portuguese, the same controls and states in its words.
+    await page.goto(`${t.origin}/?lang=pt#/received`);
+    await page.getByRole('button', { name: 'Excluir report.pdf' }).waitFor();
+    await page.getByText('Limite de downloads atingido (1 de 1)').waitFor();
+    await page.getByText('Link revogado').waitFor();
+    await page.goto(`${t.origin}/?lang=en#/received`);
 
     await page.getByRole('button', { name: 'Delete report.pdf' }).click();
     await page.getByRole('button', { name: 'Delete now' }).click();

@@ -168,6 +168,7 @@ function formPanel(
   );
   form.addEventListener('submit', (e) => {
     e.preventDefault();
+    say(c.status, null);
     submit(save);
   });
   open(c, form, first);
