@@ -3,7 +3,7 @@
 // and only the owner's link may ask. The same from the command line.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { auditRows } from './helpers/admin.js';
+import { admin, auditRows, bearer } from './helpers/admin.js';
 import { run } from './helpers/cli.js';
 import { footprint } from './helpers/files.js';
 import {
@@ -73,7 +73,18 @@ describe('link control', () => {
     assert.equal(await downloadStatus(t, ana), 200);
     assert.equal(await downloadStatus(t, ana), 200);
     // Without `to`: every recipient link; the owner's link is never limited.
-    assert.equal((await changeLink(t, sent.k, { maxDownloads: 2 })).status, 200);
+    const all = await changeLink(t, sent.k, { maxDownloads: 2 });
+    assert.equal(all.status, 200);
+    assert.deepEqual(
+      (all.body['recipients'] as { maxDownloads: number; completeDownloads: number }[]).map((x) => [
+        x.maxDownloads,
+        x.completeDownloads,
+      ]),
+      [
+        [2, 2],
+        [2, 1],
+      ],
+    );
     await refusedAsExpired(t, ana);
     assert.equal(await downloadStatus(t, bob), 200, 'two allowed now, one used');
     await refusedAsExpired(t, bob);
@@ -124,6 +135,33 @@ describe('link control', () => {
     assert.equal(row!.user_name, 'alice');
     assert.match(row!.detail!, /"name":"report.pdf"/);
     assert.equal(await t.server.services.db.selectFrom('links').select('id').executeTakeFirst(), undefined);
+  });
+
+  test('an admin deletes any file now: every link gone, audited with the admin as actor', async (ctx) => {
+    const { t, sent, ana, bob } = await setup(ctx);
+    await t.createUser('root', 'root-password-1', { role: 'admin' });
+    await t.createUser('aud', 'aud-password-1', { role: 'auditor' });
+    const root = await bearer(t, 'root', 'root-password-1');
+    const aud = await bearer(t, 'aud', 'aud-password-1');
+    const refused = await admin(t, aud, 'DELETE', `/files/${sent.id}`);
+    assert.deepEqual([refused.status, refused.body['detail']], [403, 'an admin role is required']);
+    assert.equal(await downloadStatus(t, ana), 200);
+    const r = await admin(t, root, 'DELETE', `/files/${sent.id}`);
+    assert.equal(r.status, 200);
+    assert.equal(r.headers.get('cache-control'), 'no-store');
+    assert.deepEqual(
+      [r.body['user'], r.body['file']],
+      ['root', { id: sent.id, name: 'report.pdf', owner: 'alice', deleted: true }],
+    );
+    for (const token of [sent.k, ana, bob]) await refusedAsExpired(t, token);
+    const [row] = await auditRows(t, 'file.deleted');
+    assert.deepEqual([row!.user_name, row!.actor, row!.file_id], ['alice', 'root', sent.id]);
+    assert.match(row!.detail!, /"via":"admin"/);
+    const again = await admin(t, root, 'DELETE', `/files/${sent.id}`);
+    assert.deepEqual([again.status, again.body['detail']], [404, 'no such file']);
+    assert.equal((await admin(t, root, 'DELETE', '/files/999999')).status, 404);
+    assert.equal((await admin(t, root, 'DELETE', '/files/nope')).status, 400);
+    assert.equal((await admin(t, null, 'DELETE', `/files/${sent.id}`)).status, 401);
   });
 
   test('from the command line: file delete, link revoke, link set', async (ctx) => {

@@ -62,6 +62,7 @@ describe('openapi.json', () => {
       .flatMap(([p, methods]) => Object.keys(methods).map((m) => `${m.toUpperCase()} ${p}`))
       .sort();
     assert.deepEqual(ops, [
+      'DELETE /admin/files/{id}',
       'DELETE /admin/keys/{id}',
       'DELETE /admin/users/{name}',
       'DELETE /download/file',

@@ -17,6 +17,7 @@ const RECIPIENT_KEYS = [
   'address',
   'attempts',
   'channel',
+  'completeDownloads',
   'downloads',
   'expires',
   'id',
@@ -115,6 +116,7 @@ describe('delivery tracking', () => {
           revoked: false,
           expires: null,
           maxDownloads: null,
+          completeDownloads: 0,
         },
         {
           address: '+55*******0000',
@@ -127,6 +129,7 @@ describe('delivery tracking', () => {
           revoked: false,
           expires: null,
           maxDownloads: null,
+          completeDownloads: 0,
         },
       ],
     );

@@ -1,7 +1,9 @@
 // (ext) GET {base}/admin/files and GET {base}/admin/files/{id}/timeline: every transfer, held or
-// purged, and one file's story (docs/admin.md, "Transfers"). Behind the admin plugin's role check.
+// purged, and one file's story; DELETE {base}/admin/files/{id}: any file deleted now, as its owner
+// can (docs/admin.md, "Transfers"). Behind the admin plugin's role check (the delete: admins only).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { currentUser } from '../../platform/http/auth-hooks.js';
 import { errors, jsonOf, success, successExample } from '../../platform/http/schemas.js';
 import { adminSchema, readErrors as reportErrors, sendUncached } from './routes-shared.js';
 
@@ -33,6 +35,24 @@ const FilesPage = Type.Object(
 
 const Timeline = Type.Object(
   { ...envelope, file: Type.Ref('AdminTransfer'), timeline: Type.Array(Type.Ref('AdminTimelineEntry')) },
+  closed,
+);
+
+const FileId = Type.Object({ id: Type.Integer({ minimum: 1, description: 'The file id.' }) });
+
+const Deleted = Type.Object(
+  {
+    ...envelope,
+    file: Type.Object(
+      {
+        id: Type.Integer(),
+        name: Type.String(),
+        owner: Type.Union([Type.String(), Type.Null()], { description: "The owning area's account." }),
+        deleted: Type.Literal(true),
+      },
+      closed,
+    ),
+  },
   closed,
 );
 
@@ -109,7 +129,7 @@ export const transferRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/files/:id/timeline',
     {
       schema: adminSchema("(ext) A file's story: upload, messages, PINs, downloads, retirement, purge", {
-        params: Type.Object({ id: Type.Integer({ minimum: 1, description: 'The file id.' }) }),
+        params: FileId,
         response: {
           200: jsonOf(
             Timeline,
@@ -124,6 +144,41 @@ export const transferRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const story = await transfers.timeline(request.params.id);
       return sendUncached(HANDLER, request, reply, story);
+    },
+  );
+
+  app.delete(
+    '/files/:id',
+    {
+      schema: adminSchema("(ext) Delete a file now: contents and every link gone, as its owner's link can", {
+        params: FileId,
+        response: {
+          200: jsonOf(
+            Deleted,
+            'Deleted; every link to it answers as an expired one.',
+            successExample(HANDLER, 'admin', {
+              file: { id: 42, name: 'report.pdf', owner: 'alice', deleted: true },
+            }),
+          ),
+          ...errors({
+            400: 'An id that is not one.',
+            401: 'No or wrong credentials.',
+            403: 'Not an admin.',
+            404: 'No such file, or already deleted or purged.',
+          }),
+        },
+      }),
+    },
+    async (request, reply) => {
+      const actor = currentUser(request).name;
+      const file = await app.services.linkControl.deleteById(request.params.id, {
+        remote: request.ip ?? null,
+        actor,
+        via: 'admin',
+      });
+      const owner = await app.services.users.byId(file.owner_id);
+      const deleted = { id: file.id, name: file.name, owner: owner?.name ?? null, deleted: true as const };
+      return sendUncached(HANDLER, request, reply, { file: deleted });
     },
   );
 };

@@ -5,7 +5,7 @@
 // download reads its link's row.
 import type { Clock } from '../../platform/clock.js';
 import { conflict, invalid, notFound } from '../../platform/errors.js';
-import type { LinkRow } from '../../platform/sql/schema.js';
+import type { FileRow, LinkRow } from '../../platform/sql/schema.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { FileService } from '../files/file-service.js';
 import type { FileWithLink } from '../files/file-store.js';
@@ -45,7 +45,7 @@ export class LinkControl {
   constructor(private readonly d: LinkControlDeps) {}
 
   /** Deletes the file now: contents and every link gone (FileService.removeNow). */
-  async deleteFile({ file }: FileWithLink, by: Requester): Promise<void> {
+  async deleteFile({ file }: Pick<FileWithLink, 'file'>, by: Requester): Promise<void> {
     const owner = await this.d.users.byId(file.owner_id);
     const removed = await this.d.files.removeNow(file, {
       user: owner?.name ?? null,
@@ -54,6 +54,14 @@ export class LinkControl {
       via: by.via ?? 'link',
     });
     if (!removed) throw notFound('the file is already gone');
+  }
+
+  /** Deletes file `id` now (an admin's request); not found when unknown or already being deleted. */
+  async deleteById(id: number, by: Requester): Promise<FileRow> {
+    const file = await this.d.files.store.byId(id);
+    if (!file || file.state === 'purging') throw notFound('no such file');
+    await this.deleteFile({ file }, by);
+    return file;
   }
 
   /** Revokes the link of recipient `to` (id, e-mail or mobile); the other links keep working. */

@@ -25,6 +25,7 @@ export const statusExample = successExample('handlerDownloadList', 'USER1', {
       revoked: false,
       expires: null,
       maxDownloads: 1,
+      completeDownloads: 1,
     },
   ],
 });

@@ -40,6 +40,8 @@ export interface RecipientStatus {
   expires: number | null;
   /** complete downloads after which the link retires, or null: no limit */
   maxDownloads: number | null;
+  /** complete downloads through the link so far: what maxDownloads counts */
+  completeDownloads: number;
 }
 
 /** The recipient's own address (e-mail or mobile) of a recipient link. */
@@ -98,6 +100,7 @@ export class DeliveryTracker {
         revoked: link.revoked === 1,
         expires: link.expires_at === null ? null : Number(link.expires_at),
         maxDownloads: link.max_downloads,
+        completeDownloads: Number(link.downloads),
       });
       out.set(link.file_id, list);
     }

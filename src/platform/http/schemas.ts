@@ -78,6 +78,9 @@ export const RecipientStatus = Type.Object(
     maxDownloads: Type.Union([Type.Integer(), Type.Null()], {
       description: 'Complete downloads after which the link answers as expired; null: no limit.',
     }),
+    completeDownloads: Type.Integer({
+      description: 'Complete downloads through this link so far: what `maxDownloads` counts.',
+    }),
   },
   { ...closed, $id: 'RecipientStatus', title: 'Recipient status (ext)' },
 );

@@ -1,17 +1,21 @@
 // Received (GET {base}/download/list?page=N) and Backup (GET {base}/download/list/backup?page=N):
 // name, size, date and a download link per file, 100 files a page with previous/next. Under a file
 // that was announced to recipients: who, whether the message went out, whether they downloaded,
-// and "Resend" (POST {base}/download/resend?k=<owner token>&to=<recipient id>).
+// their link's own state, and "Resend" (POST {base}/download/resend?k=<owner token>&to=<recipient
+// id>). Under each file in the area, the sender's controls (file-controls.ts).
 
 import { isLoggedReason } from '../../../notify/delivery-reasons.js';
 import { call, errorText, type FileEntry, type RecipientStatus } from '../api.js';
-import { h, notice, pageHeading, put, swap } from '../dom.js';
+import { h, notice, pageHeading, put, say, swap } from '../dom.js';
 import { formatDate, formatSize } from '../format.js';
 import { t } from '../i18n.js';
 import type { PageContext } from '../page-context.js';
+import { type FileControls, fileActions, linkState, ownerToken, recipientActions } from './file-controls.js';
 
 const PAGE_SIZE = 100;
 const pages: Record<'area' | 'backup', number> = { area: 1, backup: 1 };
+/** What the list says at its top once drawn again after a change ("report.pdf was deleted."). */
+let carried: string | null = null;
 
 /**
  * A browser opening an area link gets the recipient landing page; `dl=1` asks for the bytes
@@ -48,20 +52,64 @@ function downloadText(r: RecipientStatus): string {
   return r.downloads.count > 0 ? t('downloadStarted') : t('notDownloaded');
 }
 
-/** The row under a file listing its recipients, each with a Resend button once not pending. */
-function recipientsRow(f: FileEntry, recipients: RecipientStatus[], refresh: () => void): HTMLElement {
-  const k = new URL(f.linkURL, location.href).searchParams.get('k') ?? '';
-  const status = h('p', { role: 'status', class: 'hint' });
+/** One recipient's line: address, message, downloads, the link's own state, and its buttons. */
+function recipientItem(
+  r: RecipientStatus,
+  controls: FileControls | null,
+  resend: (r: RecipientStatus, b: HTMLButtonElement) => void,
+): HTMLElement {
+  const button =
+    r.status === 'pending' || r.revoked
+      ? null
+      : h(
+          'button',
+          { type: 'button', class: 'secondary small', 'aria-label': t('resendTo', { address: r.address }) },
+          t('resend'),
+        );
+  button?.addEventListener('click', () => resend(r, button));
+  const d = delivery(r);
+  return h(
+    'li',
+    { class: `delivery ${d.state}` },
+    h(
+      'span',
+      { class: 'address' },
+      `${r.address} (${t(r.channel === 'email' ? 'channelEmail' : 'channelSms')})`,
+    ),
+    h('span', { class: 'state message', title: r.reason }, d.text),
+    h('span', { class: 'state' }, downloadText(r)),
+    linkState(r).map((s) => h('span', { class: `state link-state${s.ended ? ' ended' : ''}` }, s.text)),
+    button,
+    controls ? recipientActions(controls, r) : null,
+  );
+}
+
+/**
+ * The row under a file: its recipients, each with Resend once not pending, and in the area the
+ * sender's controls (file-controls.ts) with the panel where their confirmations and forms open.
+ */
+function detailsRow(
+  f: FileEntry,
+  area: 'area' | 'backup',
+  refresh: (message?: string) => void,
+): HTMLElement | null {
+  const recipients = f.recipients ?? [];
+  if (area !== 'area' && recipients.length === 0) return null;
+  const k = ownerToken(f);
+  const status = h('div', { class: 'status-slot' });
+  const panel = h('div', { class: 'panel' });
+  const controls: FileControls | null =
+    area === 'area' ? { file: f, k, panel, status, changed: (message) => refresh(message) } : null;
   const resend = (r: RecipientStatus, button: HTMLButtonElement) => {
     button.disabled = true;
     call('/download/resend', { method: 'POST', query: { k, to: String(r.id) } }).then(
       () => {
-        swap(status, t('resent', { address: r.address }));
+        say(status, 'info', t('resent', { address: r.address }));
         setTimeout(refresh, 1500);
       },
       (err: unknown) => {
         button.disabled = false;
-        swap(status, notice('error', errorText(err)));
+        say(status, 'error', errorText(err));
       },
     );
   };
@@ -70,40 +118,17 @@ function recipientsRow(f: FileEntry, recipients: RecipientStatus[], refresh: () 
     { class: 'recipients', role: 'row' },
     h(
       'td',
-      { colspan: 4, role: 'cell' },
-      h(
-        'ul',
-        { 'aria-label': t('recipientsOf', { name: f.name }) },
-        recipients.map((r) => {
-          const button =
-            r.status === 'pending'
-              ? null
-              : h(
-                  'button',
-                  {
-                    type: 'button',
-                    class: 'secondary small',
-                    'aria-label': t('resendTo', { address: r.address }),
-                  },
-                  t('resend'),
-                );
-          button?.addEventListener('click', () => resend(r, button));
-          const d = delivery(r);
-          return h(
-            'li',
-            { class: `delivery ${d.state}` },
-            h(
-              'span',
-              { class: 'address' },
-              `${r.address} (${t(r.channel === 'email' ? 'channelEmail' : 'channelSms')})`,
-            ),
-            h('span', { class: 'state message', title: r.reason }, d.text),
-            h('span', { class: 'state' }, downloadText(r)),
-            button,
-          );
-        }),
-      ),
+      { colspan: 4, role: 'cell', 'aria-label': t('fileControlsOf', { name: f.name }) },
+      recipients.length
+        ? h(
+            'ul',
+            { 'aria-label': t('recipientsOf', { name: f.name }) },
+            recipients.map((r) => recipientItem(r, controls, resend)),
+          )
+        : null,
+      controls ? fileActions(controls) : null,
       status,
+      panel,
     ),
   );
 }
@@ -113,7 +138,11 @@ function recipientsRow(f: FileEntry, recipients: RecipientStatus[], refresh: () 
  * size and the Download button), so names are never squeezed into a narrow column. The explicit
  * roles keep the table's meaning for screen readers when CSS turns its rows into blocks.
  */
-function table(files: FileEntry[], refresh: () => void): HTMLElement {
+function table(
+  files: FileEntry[],
+  area: 'area' | 'backup',
+  refresh: (message?: string) => void,
+): HTMLElement {
   return h(
     'table',
     { class: 'files', role: 'table' },
@@ -159,7 +188,7 @@ function table(files: FileEntry[], refresh: () => void): HTMLElement {
             ),
           ),
         ),
-        f.recipients?.length ? recipientsRow(f, f.recipients, refresh) : null,
+        detailsRow(f, area, refresh),
       ]),
     ),
   );
@@ -168,12 +197,23 @@ function table(files: FileEntry[], refresh: () => void): HTMLElement {
 export function renderFileList(ctx: PageContext, area: 'area' | 'backup'): void {
   const page = pages[area];
   const body = h('div', { class: 'card' }, h('p', { role: 'status' }, t('loading')));
+  const said = carried ? notice('success', carried) : null;
+  said?.setAttribute('tabindex', '-1');
+  carried = null;
   put(
     ctx.main,
     pageHeading(t(area === 'area' ? 'receivedTitle' : 'backupTitle')),
     area === 'backup' ? h('p', {}, t('backupIntro')) : null,
+    said,
     body,
   );
+  // After a change the list is drawn again; its message is said at the top, and focus goes there
+  // (the control that had it is gone with the old list).
+  const refresh = (message?: string) => {
+    carried = message ?? null;
+    ctx.refresh();
+    if (message) document.querySelector<HTMLElement>('main .notice-success')?.focus();
+  };
   const go = (p: number) => {
     pages[area] = p;
     ctx.refresh();
@@ -189,7 +229,7 @@ export function renderFileList(ctx: PageContext, area: 'area' | 'backup'): void 
       const more = files.length >= PAGE_SIZE;
       swap(
         body,
-        files.length ? table(files, () => ctx.refresh()) : h('p', {}, t('noFilesHere')),
+        files.length ? table(files, area, refresh) : h('p', {}, t('noFilesHere')),
         page > 1 || more
           ? h(
               'nav',

@@ -1,12 +1,14 @@
 // A file's timeline: GET {base}/admin/files/{id}/timeline, the file and its events in time order
 // (upload, each message queued, sent or failed, PIN requests, downloads, retire, purge). A failed
-// message links to the outbox's failed messages, where an admin retries it.
+// message links to the outbox's failed messages, where an admin retries it. An admin deletes the
+// file here (file-delete.ts).
 import { errorText } from '../../api.js';
 import { h, notice, put, swap } from '../../dom.js';
 import { formatSize } from '../../format.js';
 import { t } from '../../i18n.js';
 import { admin, detailText, type TimelineEntry, type Transfer } from './admin-api.js';
 import { type AdminPage, pageTop } from './admin-page.js';
+import { type DeleteSlots, deleteButton } from './file-delete.js';
 import { FILE_STATE, fileLabel, statusBadge } from './transfers.js';
 import { timeCell } from './ui.js';
 
@@ -72,9 +74,18 @@ export function renderTimeline(page: AdminPage, id: string): void {
   admin<{ file?: Transfer; timeline?: TimelineEntry[] }>(`/files/${encodeURIComponent(id)}/timeline`).then(
     (res) => {
       if (!res.file) return swap(body, notice('error', t('errNotFound')));
+      const slots: DeleteSlots = { status: h('div', { class: 'status-slot' }), confirm: h('div', {}) };
+      const remove = deleteButton(page, res.file, slots, '#/transfers');
       swap(
         body,
-        h('section', { class: 'card' }, fileDetails(res.file)),
+        h(
+          'section',
+          { class: 'card' },
+          fileDetails(res.file),
+          slots.status,
+          remove ? h('div', { class: 'actions' }, remove) : null,
+          slots.confirm,
+        ),
         timelineList(res.file, res.timeline ?? []),
       );
     },
