@@ -3,6 +3,7 @@
 // with every file row added or removed, and `remessa storage check` recomputes it.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { admin, adminSetup, PASSWORDS, snapshot } from './helpers/admin.js';
 import { remessa } from './helpers/cli.js';
 import { bytes, type FileEntry, footprint, uploadFile, uploadMultipart, uploadRaw } from './helpers/files.js';
 import { deleteFile } from './helpers/links.js';
@@ -148,5 +149,68 @@ describe('quotas', () => {
     assert.equal(fixed.code, 0);
     assert.equal(await usageOf(t, 'alice'), 1234);
     assert.equal((await storageCheck(t.env)).code, 0);
+  });
+});
+
+describe('quotas: setting them', () => {
+  test('admin API: PATCH quota and maxFileSize, GET shows usage and quota; a bad size changes nothing', async (ctx) => {
+    const { t, auths } = await adminSetup(ctx, { env: { REMESSA_QUOTA_DEFAULT: '5GiB' } });
+    await uploadFile(t, basic('joe', PASSWORDS.joe), 'a.bin', bytes(1500));
+    const one = async () =>
+      (await admin(t, auths.root, 'GET', '/users/joe')).body['account'] as Record<string, unknown>;
+    assert.deepEqual((await one())['usage'], {
+      areaFiles: 1,
+      areaBytes: 1500,
+      backupFiles: 0,
+      backupBytes: 0,
+      bytes: 1500,
+      quota: 5 * 1024 ** 3,
+      maxFileSize: 1024 ** 3,
+    });
+    const r = await admin(t, auths.root, 'PATCH', '/users/joe', { quota: '10GiB', maxFileSize: '1MiB' });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    const usage = (await one())['usage'] as Record<string, unknown>;
+    assert.deepEqual([usage['quota'], usage['maxFileSize']], [10 * 1024 ** 3, 1024 ** 2]);
+    const before = await snapshot(t);
+    for (const body of [
+      { quota: '10 parsecs' },
+      { maxFileSize: '0' },
+      { quota: 12 },
+      { quota: '1GiB', lang: 'xx' },
+    ]) {
+      const bad = await admin(t, auths.root, 'PATCH', '/users/joe', body);
+      assert.equal(bad.status, 400, JSON.stringify(body));
+    }
+    assert.deepEqual(await snapshot(t), before);
+    assert.equal((await admin(t, auths.aud, 'PATCH', '/users/joe', { quota: '1' })).status, 403);
+    assert.equal(
+      (await admin(t, auths.root, 'PATCH', '/users/joe', { quota: null, maxFileSize: 'default' })).status,
+      200,
+    );
+    const cleared = (await one())['usage'] as Record<string, unknown>;
+    assert.deepEqual([cleared['quota'], cleared['maxFileSize']], [5 * 1024 ** 3, 1024 ** 3]);
+    // The portal's own endpoint tells the account its figures.
+    const me = await call(`${t.origin}/portal/me`, { headers: { Authorization: auths.joe } });
+    assert.deepEqual(me.body['usage'], { bytes: 1500, quota: 5 * 1024 ** 3, maxFileSize: 1024 ** 3 });
+  });
+
+  test('CLI: user set --quota/--max-file-size; "default" clears; a bad size exits 1 and changes nothing', async (ctx) => {
+    const t = await quotaServer(ctx);
+    const row = () =>
+      t.server.services.db
+        .selectFrom('users')
+        .select(['quota_bytes', 'max_file_bytes'])
+        .where('name', '=', 'alice')
+        .executeTakeFirstOrThrow();
+    let r = await remessa(t.env, ['user', 'set', 'alice', '--quota', '10GiB', '--max-file-size', '1GiB']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(await row(), { quota_bytes: 10 * 1024 ** 3, max_file_bytes: 1024 ** 3 });
+    r = await remessa(t.env, ['user', 'set', 'alice', '--quota', 'lots']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /remessa: quota must be a size such as 10GiB/);
+    assert.deepEqual(await row(), { quota_bytes: 10 * 1024 ** 3, max_file_bytes: 1024 ** 3 });
+    r = await remessa(t.env, ['user', 'set', 'alice', '--quota', 'default', '--max-file-size', 'none']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(await row(), { quota_bytes: null, max_file_bytes: null });
   });
 });

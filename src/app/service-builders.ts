@@ -252,7 +252,7 @@ export function buildMessaging(core: Core, accounts: Accounts, storage: Storage,
     clock,
     config,
   });
-  const userAdmin = new UserAdminService({ users, files: fileStore, recovery, clock });
+  const userAdmin = new UserAdminService({ users, files: fileStore, quotas: files.quotas, recovery, clock });
   return { recovery, secureLinks, recipients, tracking, linkControl, webhooks, userAdmin };
 }
 

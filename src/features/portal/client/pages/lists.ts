@@ -9,6 +9,7 @@ import { h, notice, pageHeading, put, swap } from '../dom.js';
 import { formatDate, formatSize } from '../format.js';
 import { t } from '../i18n.js';
 import type { PageContext } from '../page-context.js';
+import { usageLine } from './usage.js';
 
 const PAGE_SIZE = 100;
 const pages: Record<'area' | 'backup', number> = { area: 1, backup: 1 };
@@ -172,6 +173,7 @@ export function renderFileList(ctx: PageContext, area: 'area' | 'backup'): void 
     ctx.main,
     pageHeading(t(area === 'area' ? 'receivedTitle' : 'backupTitle')),
     area === 'backup' ? h('p', {}, t('backupIntro')) : null,
+    usageLine(),
     body,
   );
   const go = (p: number) => {
