@@ -75,7 +75,15 @@ describe('admin API: accounts on PostgreSQL, two instances', { skip: available ?
     const r = await admin(b, basic('aud', 'aud-password-1'), 'GET', '/users/ann');
     assert.equal(r.status, 200, JSON.stringify(r.body));
     const account = r.body['account'] as { usage: unknown; lastSignIn: string | null };
-    assert.deepEqual(account.usage, { areaFiles: 2, areaBytes: 3017, backupFiles: 0, backupBytes: 0 });
+    assert.deepEqual(account.usage, {
+      areaFiles: 2,
+      areaBytes: 3017,
+      backupFiles: 0,
+      backupBytes: 0,
+      bytes: 3017,
+      quota: null,
+      maxFileSize: 1024 ** 3,
+    });
     assert.equal(typeof account.lastSignIn, 'string');
   });
 

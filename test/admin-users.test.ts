@@ -115,7 +115,15 @@ describe('admin API: accounts', () => {
     };
     const fresh = await one();
     assert.equal(fresh['lastSignIn'], null);
-    assert.deepEqual(fresh.usage, { areaFiles: 0, areaBytes: 0, backupFiles: 0, backupBytes: 0 });
+    assert.deepEqual(fresh.usage, {
+      areaFiles: 0,
+      areaBytes: 0,
+      backupFiles: 0,
+      backupBytes: 0,
+      bytes: 0,
+      quota: null,
+      maxFileSize: 1024 ** 3,
+    });
     const auth = basic('ann', 'ann-password-1');
     await uploadFile(t, auth, 'a.bin', Buffer.alloc(1000, 1));
     await uploadFile(t, auth, 'b.bin', Buffer.alloc(234, 2));
@@ -125,7 +133,15 @@ describe('admin API: accounts', () => {
       .set({ state: 'backup', retired_at: t.clock.now(), purge_at: t.clock.now() + 86_400_000 })
       .where('id', '=', retired.id)
       .execute();
-    assert.deepEqual((await one()).usage, { areaFiles: 2, areaBytes: 1234, backupFiles: 1, backupBytes: 50 });
+    assert.deepEqual((await one()).usage, {
+      areaFiles: 2,
+      areaBytes: 1234,
+      backupFiles: 1,
+      backupBytes: 50,
+      bytes: 1284,
+      quota: null,
+      maxFileSize: 1024 ** 3,
+    });
 
     await bearer(t, 'ann', 'ann-password-1');
     const byToken = (await one())['lastSignIn'];

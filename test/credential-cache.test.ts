@@ -183,6 +183,10 @@ describe('credential cache bounds', () => {
     role: 'user',
     last_sign_in_at: null,
     sso_subject: null,
+    quota_bytes: null,
+    max_file_bytes: null,
+    usage_bytes: 0,
+    quota_warned: 0,
   });
 
   test('holds at most maxEntries, forgetting the least recently used', () => {

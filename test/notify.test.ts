@@ -42,6 +42,9 @@ const SAMPLE: Record<string, string> = {
   failures: '10',
   lockedFor: '1 hour',
   lockedUntil: '1 May 2030 11:00',
+  percent: '80',
+  usage: '8 GiB',
+  quota: '10 GiB',
 };
 
 const smsPin = (recipient: string): NotificationRequest => ({

@@ -161,7 +161,7 @@ describe('webhooks: every event, signed, in order, once', () => {
       'url',
     ]);
     assert.equal(hook['url'], `${own.url}/alice`);
-    assert.equal((hook['events'] as string[]).length, 8);
+    assert.equal((hook['events'] as string[]).length, 9);
     assert.equal(hook['enabled'], true);
     ownSecret = String(hook['secret']);
     assert.match(ownSecret, /^whsec_[A-Za-z0-9_-]{43}$/);

@@ -5,6 +5,7 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import type { Role } from '../features/users/roles.js';
 import { oidcSettings } from './config-oidc.js';
+import { type QuotaConfig, quotaSettings } from './config-quotas.js';
 import { ConfigError, loadFileSource, parseSize, Reader, type Source } from './config-reader.js';
 
 export { ConfigError };
@@ -12,7 +13,7 @@ export { ConfigError };
 export type Lang = 'pt' | 'en' | 'es';
 export const LANGS: readonly Lang[] = ['pt', 'en', 'es'];
 
-export interface Config {
+export interface Config extends QuotaConfig {
   port: number;
   host: string;
   /** REMESSA_BASE_URL without trailing slash, e.g. http://localhost:8080/v1 */
@@ -32,10 +33,7 @@ export interface Config {
   previousSecret: string | null;
   /** postgres://… for PostgreSQL; null for the embedded SQLite file in the data dir. */
   databaseUrl: string | null;
-  /**
-   * Opening a connection to PostgreSQL or S3 (and waiting for a free pooled PostgreSQL connection)
-   * fails after this many seconds.
-   */
+  /** Opening a connection to PostgreSQL or S3 (or waiting for a pooled one) fails after this long. */
   connectTimeoutSeconds: number;
   /**
    * A PostgreSQL query or S3 request that receives no byte for this long fails and its connection
@@ -264,6 +262,7 @@ export function loadConfig(env: Source = process.env): Config {
     ...notifySettings(r, checked),
     ...limitSettings(r, checked.trustProxy),
     oidc: oidcSettings(r),
+    ...quotaSettings(r),
   };
 }
 

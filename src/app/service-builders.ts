@@ -7,6 +7,7 @@ import { AuthService } from '../features/auth/auth-service.js';
 import { RevokedTokenStore } from '../features/auth/revoked-token-store.js';
 import { FileService } from '../features/files/file-service.js';
 import { FileStore } from '../features/files/file-store.js';
+import { QuotaWarnings } from '../features/files/quota-warnings.js';
 import { KeyService } from '../features/keys/key-service.js';
 import { KeyStore } from '../features/keys/key-store.js';
 import { LinkControl } from '../features/links/link-control.js';
@@ -234,6 +235,8 @@ export function buildMessaging(core: Core, accounts: Accounts, storage: Storage,
     config,
   });
   recipients.register();
+  // Quota warnings: an e-mail and an audit row (its webhook event) with the upload that crossed.
+  new QuotaWarnings({ quotas: files.quotas, notify, audit }).register();
   const tracking = new DeliveryTracker(db, fileStore, linkStore, outbox);
   const linkControl = new LinkControl({ links: linkStore, files, users, audit, clock });
   const webhooks = new WebhookService({ store: webhookStore, notify, keys, clock, config, links: linkStore });
@@ -249,7 +252,7 @@ export function buildMessaging(core: Core, accounts: Accounts, storage: Storage,
     clock,
     config,
   });
-  const userAdmin = new UserAdminService({ users, files: fileStore, recovery, clock });
+  const userAdmin = new UserAdminService({ users, files: fileStore, quotas: files.quotas, recovery, clock });
   return { recovery, secureLinks, recipients, tracking, linkControl, webhooks, userAdmin };
 }
 

@@ -168,25 +168,35 @@ function storage(program: Command): void {
     .command('storage')
     .description('file contents in the blob store')
     .command('check')
-    .option('--fix', 'remove orphans (objects no file owns) older than an hour')
+    .option('--fix', 'remove orphans (objects no file owns) older than an hour; set usage counters right')
     .option('--json', 'machine-readable output')
-    .description('verify every file has its object and report orphans; exit 1 when an object is missing')
+    .description(
+      "verify every file has its object, report orphans and compare each user's usage counter with " +
+        'its files; exit 1 when an object is missing or a counter differs (and --fix was not given)',
+    )
     .action(async (o: { fix?: boolean; json?: boolean }) => {
       await withServices(async (s) => {
         const r = await s.reconciler.check(Boolean(o.fix));
-        if (o.json) console.log(JSON.stringify(r));
+        const usage = await s.files.quotas.check(Boolean(o.fix));
+        const differing = usage.filter((u) => u.counted !== u.recomputed);
+        if (o.json) console.log(JSON.stringify({ ...r, usage }));
         else {
           console.log(`storage: ${s.blobs.description}`);
           console.log(`files: ${r.rows}  objects: ${r.objects}`);
           for (const m of r.missing) console.log(`missing: ${m.key} (${m.problem})`);
           for (const x of r.orphans)
             console.log(`orphan: ${x.key} (written ${new Date(x.modifiedAt).toISOString()})`);
+          for (const u of differing)
+            console.log(
+              `usage: ${u.user} counted ${u.counted} bytes, files hold ${u.recomputed}${o.fix ? ' (fixed)' : ''}`,
+            );
           console.log(
             `missing: ${r.missing.length}  orphans: ${r.orphans.length}  removed: ${r.removed}` +
-              `  crashed uploads cleared: ${r.intents}  partial writes removed: ${r.partial}`,
+              `  crashed uploads cleared: ${r.intents}  partial writes removed: ${r.partial}` +
+              `  usage differences: ${differing.length}`,
           );
         }
-        if (r.missing.length > 0) process.exitCode = 1;
+        if (r.missing.length > 0 || (differing.length > 0 && !o.fix)) process.exitCode = 1;
       });
     });
 }

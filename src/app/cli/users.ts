@@ -98,6 +98,15 @@ function userAccounts(user: Command): void {
     });
 }
 
+interface UserSetOptions {
+  email?: string;
+  mobile?: string;
+  lang?: string;
+  role?: string;
+  quota?: string;
+  maxFileSize?: string;
+}
+
 /** user set, passwd, disable, enable, remove */
 function userChanges(user: Command): void {
   user
@@ -107,10 +116,12 @@ function userChanges(user: Command): void {
     .option('--mobile <mobile>', 'mobile number ("" to clear)')
     .option('--lang <lang>', 'pt, en or es')
     .option('--role <role>', `${ROLES.join(', ')} (the last enabled admin keeps admin)`)
-    .description("change a user's e-mail, mobile, language or role")
-    .action(async (name: string, o: { email?: string; mobile?: string; lang?: string; role?: string }) => {
+    .option('--quota <size>', 'bytes the user may hold in area and backup, e.g. 10GiB ("default" to clear)')
+    .option('--max-file-size <size>', 'the user\'s largest file, e.g. 1GiB ("default" to clear)')
+    .description("change a user's e-mail, mobile, language, role, quota or largest file")
+    .action(async (name: string, o: UserSetOptions) => {
       if (Object.values(o).every((v) => v === undefined)) {
-        throw invalid('nothing to set: give --email, --mobile, --lang or --role');
+        throw invalid('nothing to set: give --email, --mobile, --lang, --role, --quota or --max-file-size');
       }
       await withServices(async (s) => {
         const u = await s.users.update(name, o);

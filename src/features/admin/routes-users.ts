@@ -49,7 +49,15 @@ const summaryExample = {
   created: '2025-01-01T12:00:00.000Z',
   lastSignIn: '2025-01-02T08:30:00.000Z',
 };
-const usageExample = { areaFiles: 3, areaBytes: 52341, backupFiles: 1, backupBytes: 1024 };
+const usageExample = {
+  areaFiles: 3,
+  areaBytes: 52341,
+  backupFiles: 1,
+  backupBytes: 1024,
+  bytes: 53365,
+  quota: 10737418240,
+  maxFileSize: 1073741824,
+};
 const example = (extra: object) => successExample(ADMIN_USERS_HANDLER, 'alice', extra);
 
 const doc = (summary: string, id: string, sample: object) => ({
@@ -94,6 +102,8 @@ const ChangeBody = Type.Object({
   mobile: Type.Optional(Clearable),
   lang: Type.Optional(Text),
   role: Type.Optional(Text),
+  quota: Type.Optional(Clearable),
+  maxFileSize: Type.Optional(Clearable),
 });
 
 /**
@@ -211,14 +221,22 @@ function changeRoutes(app: AdminApp): void {
     '/users/:name',
     {
       schema: {
-        ...doc("Change an account's e-mail, mobile, language or role", 'AdminUserChanged', {
-          account: summaryExample,
-        }),
+        ...doc(
+          "Change an account's e-mail, mobile, language, role, quota or largest file",
+          'AdminUserChanged',
+          {
+            account: summaryExample,
+          },
+        ),
         params: NameParams,
         body: ChangeBody,
         consumes: ['application/json'],
       },
-      preValidation: exactBody(['email', 'mobile', 'lang', 'role'], [], ['email', 'mobile']),
+      preValidation: exactBody(
+        ['email', 'mobile', 'lang', 'role', 'quota', 'maxFileSize'],
+        [],
+        ['email', 'mobile', 'quota', 'maxFileSize'],
+      ),
     },
     async (request, reply) =>
       changed(request, reply, await admin.update(request.params.name, request.body, by(request))),

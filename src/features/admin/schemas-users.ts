@@ -41,6 +41,13 @@ export const UserDetail = Type.Object(
         areaBytes: bytes('Their bytes.'),
         backupFiles: bytes('Files in its backup area.'),
         backupBytes: bytes('Their bytes.'),
+        bytes: bytes(
+          'Its usage counter: the bytes of all its files, counted with each one stored or removed.',
+        ),
+        quota: Type.Union([bytes('Bytes it may hold in area and backup (docs/quotas.md).'), Type.Null()], {
+          description: 'Its quota, or REMESSA_QUOTA_DEFAULT; null: no limit.',
+        }),
+        maxFileSize: bytes('Its largest file: its own, or REMESSA_MAX_FILE_SIZE (never above).'),
       },
       closed,
     ),

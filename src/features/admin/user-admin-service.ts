@@ -7,6 +7,7 @@ import type { Clock } from '../../platform/clock.js';
 import { conflict, invalid } from '../../platform/errors.js';
 import type { UserRow } from '../../platform/sql/schema.js';
 import type { AccountUsage, FileStore } from '../files/file-store.js';
+import type { AccountQuota, Quotas } from '../files/quotas.js';
 import type { RecoveryService } from '../recovery/recovery-service.js';
 import type { Role } from '../users/roles.js';
 import type { ChangedBy, UserFields, UserService } from '../users/user-service.js';
@@ -43,6 +44,8 @@ export interface UserAdminDeps {
   users: UserService;
   /** An account's usage counts the files of its area and backup. */
   files: FileStore;
+  /** Its quota, largest file and usage counter (docs/quotas.md). */
+  quotas: Quotas;
   recovery: RecoveryService;
   clock: Clock;
 }
@@ -60,11 +63,18 @@ function keyOf(cursor: string): string {
 export class UserAdminService {
   private readonly users: UserService;
   private readonly files: FileStore;
+  private readonly quotas: Quotas;
   private readonly recovery: RecoveryService;
   private readonly clock: Clock;
 
   constructor(deps: UserAdminDeps) {
-    ({ users: this.users, files: this.files, recovery: this.recovery, clock: this.clock } = deps);
+    ({
+      users: this.users,
+      files: this.files,
+      quotas: this.quotas,
+      recovery: this.recovery,
+      clock: this.clock,
+    } = deps);
   }
 
   /** Whether the account is locked out now (sign-in or password recovery), and until when. */
@@ -90,9 +100,10 @@ export class UserAdminService {
     return { accounts, next: rows.length > limit ? cursorOf(accounts.at(-1)!) : null };
   }
 
-  async get(name: string): Promise<{ account: UserRow; usage: AccountUsage }> {
+  async get(name: string): Promise<{ account: UserRow; usage: AccountUsage & AccountQuota }> {
     const account = await this.users.get(name);
-    return { account, usage: await this.files.usage(account.id) };
+    const usage = await this.files.usage(account.id);
+    return { account, usage: { ...usage, ...this.quotas.account(account) } };
   }
 
   /**

@@ -49,7 +49,8 @@ export type AuditEventName =
   | 'notify.sent'
   | 'notify.logged'
   | 'notify.failed'
-  | 'notify.retried';
+  | 'notify.retried'
+  | 'quota.warning';
 
 export interface AuditEntry {
   event: AuditEventName;

@@ -20,6 +20,7 @@ import type { BlobAccess, DownloadOutcome } from './download.js';
 import { DownloadBookkeeping, type DownloadHook } from './download-bookkeeping.js';
 import { FileLinks, type FileWithToken } from './file-links.js';
 import type { FileStore, FileWithLink } from './file-store.js';
+import { Quotas } from './quotas.js';
 import { type IncomingFile, UploadCommit, type UploadHook, type UploadRequest } from './upload-commit.js';
 
 const DAY = 24 * 3600 * 1000;
@@ -34,7 +35,13 @@ export interface FileDeps {
   clock: Clock;
   config: Pick<
     Config,
-    'linkDays' | 'backupDays' | 'maxFileSize' | 'retireOnDownload' | 'verifyDownloads' | 'stallSeconds'
+    | 'linkDays'
+    | 'backupDays'
+    | 'maxFileSize'
+    | 'quotaDefault'
+    | 'retireOnDownload'
+    | 'verifyDownloads'
+    | 'stallSeconds'
   >;
   /** Download rows and counts, and upload rows, share commits with other requests'. */
   commits: GroupCommit;
@@ -47,6 +54,8 @@ export interface FileDeps {
 
 export class FileService {
   readonly store: FileStore;
+  /** Usage, quotas and their warnings (quotas.ts). */
+  readonly quotas: Quotas;
   private readonly links: FileLinks;
   private readonly uploads: UploadCommit;
   private readonly downloads: DownloadBookkeeping;
@@ -54,7 +63,8 @@ export class FileService {
   constructor(private readonly d: FileDeps) {
     this.store = d.store;
     this.links = new FileLinks(d);
-    this.uploads = new UploadCommit({ ...d, links: this.links });
+    this.quotas = new Quotas({ usage: d.store.quota, clock: d.clock, config: d.config });
+    this.uploads = new UploadCommit({ ...d, links: this.links, quotas: this.quotas });
     this.downloads = new DownloadBookkeeping({ ...d, retire: (file, reason) => this.retire(file, reason) });
   }
 

@@ -10,10 +10,12 @@ import { FileInserts, type NewFile, type NewLink } from './store/inserts.js';
 import { FileClaims } from './store/lifecycle-claims.js';
 import { type AccountUsage, FileListing } from './store/listing.js';
 import { FileLookups, type FileWithLink } from './store/lookups.js';
+import { FileUsage } from './store/usage.js';
 
 export { areaLock, type NewFile, type NewLink } from './store/inserts.js';
 export { type AccountUsage, PAGE_SIZE } from './store/listing.js';
 export type { FileWithLink } from './store/lookups.js';
+export type { UsageCount, UsageRow } from './store/usage.js';
 
 export type FileState = 'area' | 'backup' | 'purging';
 
@@ -22,8 +24,11 @@ export class FileStore implements BlobCatalog {
   private readonly inserts: FileInserts;
   private readonly claims: FileClaims;
   private readonly listing: FileListing;
+  /** Usage counters and the room held by uploads arriving (quotas). */
+  readonly quota: FileUsage;
 
   constructor(db: Db, dialect: Dialect) {
+    this.quota = new FileUsage(db, dialect);
     this.lookups = new FileLookups(db, dialect);
     this.inserts = new FileInserts(db, dialect);
     this.claims = new FileClaims(db, dialect);

@@ -73,6 +73,8 @@ export class FileSweeper implements BackgroundJob {
       );
       if (deleted) purged++;
     }
+    // Reservations of uploads whose instance died hold nothing past their lease; their rows go.
+    await this.files.quotas.prune();
     if (retired || purged) this.log.info({ retired, purged }, 'file sweep');
     await this.reconciler.reconcile();
   }

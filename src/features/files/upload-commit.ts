@@ -16,6 +16,7 @@ import type { AuditLog } from '../audit/audit-log.js';
 import type { FileLinks, FileWithToken } from './file-links.js';
 import { areaLock, type FileStore, type NewFile } from './file-store.js';
 import { sanitizeFileName } from './names.js';
+import { HELD_BY_ROW, type QuotaHold, type Quotas, quotaExceeded } from './quotas.js';
 
 const DAY = 24 * 3600 * 1000;
 
@@ -58,6 +59,7 @@ export interface UploadCommitDeps {
   audit: AuditLog;
   clock: Clock;
   links: FileLinks;
+  quotas: Quotas;
   config: Pick<Config, 'linkDays' | 'maxFileSize'>;
   /** Upload rows share commits with other requests'. */
   commits: GroupCommit;
@@ -90,17 +92,21 @@ export class UploadCommit {
    */
   async upload(req: UploadRequest, files: AsyncIterable<IncomingFile>): Promise<FileWithToken[]> {
     const written: { filename: string | undefined; blob: StoredBlob }[] = [];
+    const maxFile = this.d.quotas.maxFileOf(req.owner);
+    let hold: QuotaHold | undefined;
     try {
       for await (const f of files) {
-        // Fail fast on a bad client-side name or a declared size past the limit, before spending
-        // disk (and the client's time) on it.
+        // Fail fast on a bad client-side name, a declared size past the limit or the quota, before
+        // spending disk (and the client's time) on it.
         if (f.filename) sanitizeFileName(f.filename);
-        if (f.declaredSize !== undefined && f.declaredSize > this.d.config.maxFileSize)
-          throw overByteLimit(this.d.config.maxFileSize);
-        written.push({
-          filename: f.filename,
-          blob: await this.d.writer.write(f.stream, this.d.config.maxFileSize, f.sizeBound),
-        });
+        if (f.declaredSize !== undefined && f.declaredSize > maxFile) throw overByteLimit(maxFile);
+        hold ??= await this.d.quotas.hold(
+          req.owner,
+          f.declaredSize ?? f.sizeBound,
+          f.declaredSize !== undefined,
+        );
+        const room = hold.bytes - written.reduce((n, w) => n + w.blob.length, 0);
+        written.push({ filename: f.filename, blob: await this.write(f, maxFile, room) });
       }
       if (written.length === 0) throw invalid('no file in the request');
       const names = written.map((w) => {
@@ -112,9 +118,23 @@ export class UploadCommit {
         req,
         written.map((w) => w.blob),
         names,
+        hold ?? HELD_BY_ROW,
       );
     } catch (err) {
       await this.failed(req, storeKeys(written.map((w) => w.blob)), err);
+      throw err;
+    } finally {
+      await hold?.release();
+    }
+  }
+
+  /** One file to the blob store, stopped at the account's largest file or at the quota's room. */
+  private async write(f: IncomingFile, maxFile: number, room: number): Promise<StoredBlob> {
+    const limit = Math.min(maxFile, room);
+    try {
+      return await this.d.writer.write(f.stream, limit, f.sizeBound);
+    } catch (err) {
+      if (limit < maxFile && err instanceof DomainError && err.kind === 'too-large') throw quotaExceeded();
       throw err;
     }
   }
@@ -132,7 +152,8 @@ export class UploadCommit {
     within: (trx: Db, stored: FileWithToken[]) => Promise<void>,
   ): Promise<FileWithToken[]> {
     try {
-      return await this.commit(req, [blob], [sanitizeFileName(req.queryName || filename)], within);
+      const names = [sanitizeFileName(req.queryName || filename)];
+      return await this.commit(req, [blob], names, HELD_BY_ROW, within);
     } catch (err) {
       await this.failed(req, [blob.key], err);
       throw err;
@@ -156,6 +177,7 @@ export class UploadCommit {
     req: UploadRequest,
     blobs: StoredBlob[],
     names: string[],
+    hold: QuotaHold,
     within?: (trx: Db, stored: FileWithToken[]) => Promise<void>,
   ): Promise<FileWithToken[]> {
     const now = this.d.clock.now();
@@ -171,6 +193,8 @@ export class UploadCommit {
               out.push({ file, ...(await this.d.links.createLink(trx, file.id, 'owner')) });
             }
             await this.d.writer.settle(trx, storeKeys(blobs));
+            const bytes = blobs.reduce((n, b) => n + b.length, 0);
+            await this.d.quotas.counted(trx, req.owner.id, bytes, hold);
             for (const hook of this.hooks) await hook(trx, out, req);
             await within?.(trx, out);
             for (const s of out) await this.audited(trx, req, s);

@@ -15,13 +15,15 @@ export type NotificationKind =
   | 'recovery-locked'
   | 'file-link'
   | 'download-pin'
-  | 'download-confirmation';
+  | 'download-confirmation'
+  | 'quota-warning';
 export const NOTIFICATION_KINDS: readonly NotificationKind[] = [
   'password-pin',
   'recovery-locked',
   'file-link',
   'download-pin',
   'download-confirmation',
+  'quota-warning',
 ];
 export type Channel = 'email' | 'sms';
 

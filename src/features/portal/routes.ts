@@ -113,7 +113,7 @@ const browserPageStrategy = {
 };
 
 export async function portalRoutes(app: FastifyInstance): Promise<void> {
-  const { config, log } = app.services;
+  const { config, log, files } = app.services;
   const manifest = loadManifest();
   if (!manifest) log.warn({ dir: PORTAL_DIR }, 'portal assets missing: run `npm run build`');
   const shells = new Map<string, string>();
@@ -153,7 +153,8 @@ export async function portalRoutes(app: FastifyInstance): Promise<void> {
   );
 
   // The signed-in user's language, so the portal can speak it (lang query → user → browser), and
-  // role, so the API-keys page offers only the scopes the account can use.
+  // role, so the API-keys page offers only the scopes the account can use, and its usage and quota
+  // (docs/quotas.md), which the lists show.
   // Not part of the API at {base_url}: left out of openapi.json.
   app.get(
     `${config.portalPath}portal/me`,
@@ -162,7 +163,7 @@ export async function portalRoutes(app: FastifyInstance): Promise<void> {
       const user = currentUser(request);
       return reply
         .header('Cache-Control', 'no-store')
-        .send({ user: user.name, lang: user.lang, role: user.role });
+        .send({ user: user.name, lang: user.lang, role: user.role, usage: files.quotas.account(user) });
     },
   );
 }

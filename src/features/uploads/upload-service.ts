@@ -96,12 +96,16 @@ export class UploadService {
     const filename = sanitizeFileName(meta.filename);
     const owner = await this.d.files.destination(uploader, meta.d);
     const recipients: Recipients = parseRecipients(meta.m, meta.c) ?? { emails: [], mobiles: [] };
+    const maxFile = this.d.files.quotas.maxFileOf(owner);
+    if (length > maxFile) throw tooLarge(`file larger than ${maxFile} bytes`);
     const now = this.d.clock.now();
     if ((await this.d.store.countOpen(uploader.id, now)) >= this.d.config.uploadMaxOpen)
       throw forbidden(
         `at most ${this.d.config.uploadMaxOpen} unfinished uploads per user: finish or delete one first`,
       );
-    return this.d.store.insert({
+    // The row holds the room in the area's quota until the upload finishes or expires.
+    const insert = (trx: Db) => this.d.store.insert(row, trx);
+    const row = {
       id: randomBytes(18).toString('base64url'),
       uploader_id: uploader.id,
       owner_id: owner.id,
@@ -111,7 +115,8 @@ export class UploadService {
       length,
       created_at: now,
       expires_at: now + this.d.config.uploadExpiryHours * HOUR,
-    });
+    };
+    return this.d.files.quotas.withRoom(owner.id, length, insert);
   }
 
   /** The caller's upload; another user's is as unknown as a missing one (404); expired → 410. */

@@ -19,9 +19,10 @@ function holderDead(owner: string): boolean {
 export class UploadStore implements BlobCatalog {
   constructor(private readonly db: Db) {}
 
-  async insert(u: NewUpload): Promise<UploadRow> {
+  /** `db` may be a transaction (the one that found the quota's room for it). */
+  async insert(u: NewUpload, db: Db = this.db): Promise<UploadRow> {
     const row: UploadRow = { ...u, received: 0, lock_owner: null, lock_until: null, file_id: null };
-    await this.db.insertInto('uploads').values(row).execute();
+    await db.insertInto('uploads').values(row).execute();
     return row;
   }
 

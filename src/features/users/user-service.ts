@@ -11,7 +11,7 @@ import type { AuditEntry, AuditLog } from '../audit/audit-log.js';
 import { hashPassword } from '../auth/passwords.js';
 import { isRole, ROLES, type Role, roleOf } from './roles.js';
 import type { UserSearch, UserStore } from './user-store.js';
-import { isEmail, isLang, isUserName, normalizeMobile } from './validation.js';
+import { isEmail, isLang, isUserName, normalizeMobile, parseAccountSize } from './validation.js';
 
 export type { UserSearch } from './user-store.js';
 
@@ -32,6 +32,10 @@ export interface UserFields {
   role?: string;
   /** Single sign-on: the provider's subject the new account is bound to (create only). */
   ssoSubject?: string;
+  /** Bytes the account may hold (docs/quotas.md): a size, or null / "default" for REMESSA_QUOTA_DEFAULT. */
+  quota?: string | null;
+  /** Its largest file: a size, or null / "default" for REMESSA_MAX_FILE_SIZE. */
+  maxFileSize?: string | null;
 }
 
 /**
@@ -95,6 +99,9 @@ export class UserService {
       out.lang = fields.lang;
     }
     if (fields.role !== undefined) out.role = checkRole(fields.role);
+    if (fields.quota !== undefined) out.quota_bytes = parseAccountSize('quota', fields.quota, 0);
+    if (fields.maxFileSize !== undefined)
+      out.max_file_bytes = parseAccountSize('maxFileSize', fields.maxFileSize, 1);
     return out;
   }
 

@@ -1,5 +1,6 @@
 // Value rules shared by the CLI, the API and the portal.
 import { LANGS, type Lang } from '../../app/config.js';
+import { parseSize } from '../../app/config-reader.js';
 import { invalid } from '../../platform/errors.js';
 import { isEmail, listItems, normalizeMobile, USER_NAME } from './validation-rules.js';
 
@@ -45,4 +46,18 @@ export function maskAddress(address: string): string {
   if (address.length <= 6) return '*'.repeat(address.length);
   const head = address.startsWith('+') ? 3 : 2;
   return address.slice(0, head) + '*'.repeat(address.length - head - 4) + address.slice(-4);
+}
+
+/**
+ * An account's size setting (`quota`, `maxFileSize`) as the CLI and the admin API take it: a size
+ * in REMESSA_MAX_FILE_SIZE's syntax (10GiB, 500MB, 1048576), or null / "" / "none" / "default"
+ * for the installation's default.
+ */
+export function parseAccountSize(field: string, raw: string | null, min: number): number | null {
+  if (raw === null || ['', 'none', 'default'].includes(raw.trim().toLowerCase())) return null;
+  try {
+    return parseSize(field, raw, min);
+  } catch {
+    throw invalid(`${field} must be a size such as 10GiB or 1048576 (at least ${min}), or "default"`);
+  }
 }

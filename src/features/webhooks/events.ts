@@ -18,6 +18,7 @@ export const EVENT_TYPES = [
   'file.purged',
   'link.locked',
   'user.locked',
+  'quota.warning',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
@@ -31,6 +32,7 @@ export const EVENT_OF_AUDIT: Partial<Record<AuditEventName, EventType>> = {
   'file.purged': 'file.purged',
   'link.locked': 'link.locked',
   'user.locked': 'user.locked',
+  'quota.warning': 'quota.warning',
 };
 
 export function isEventType(v: string): v is EventType {

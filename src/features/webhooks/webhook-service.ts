@@ -270,6 +270,8 @@ export class WebhookService {
         return { ...fileData, link: await link(), seconds: detail['seconds'] ?? null };
       case 'user.locked':
         return { user: userName };
+      case 'quota.warning':
+        return { user: userName, percent: detail['percent'], usage: detail['usage'], quota: detail['quota'] };
     }
   }
 }

@@ -466,6 +466,37 @@ const linkLimits: Migration = {
   },
 };
 
+// Quotas (docs/quotas.md): per-account limits and the usage counter, filled from the files held
+// now; room held by POST /upload's bodies of known length while they arrive (tus uploads hold
+// theirs in their own rows, found through uploads_owner).
+const quotas: Migration = {
+  async up(db: AnyDb) {
+    await db.schema.alterTable('users').addColumn('quota_bytes', 'bigint').execute();
+    await db.schema.alterTable('users').addColumn('max_file_bytes', 'bigint').execute();
+    await db.schema
+      .alterTable('users')
+      .addColumn('usage_bytes', 'bigint', (c) => c.notNull().defaultTo(0))
+      .execute();
+    await db.schema
+      .alterTable('users')
+      .addColumn('quota_warned', 'integer', (c) => c.notNull().defaultTo(0))
+      .execute();
+    await sql`update users set usage_bytes =
+      (select coalesce(sum(length), 0) from files where files.owner_id = users.id)`.execute(db);
+    await db.schema
+      .createTable('quota_reservations')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('user_id', 'integer', (c) => c.notNull())
+      .addColumn('bytes', 'bigint', (c) => c.notNull())
+      .addColumn('expires_at', 'bigint', (c) => c.notNull())
+      .execute();
+    await sql`create index if not exists quota_reservations_user on quota_reservations (user_id)`.execute(db);
+    await sql`create index if not exists uploads_owner on uploads (owner_id) where file_id is null`.execute(
+      db,
+    );
+  },
+};
+
 /**
  * The events the statistics count, as the SQL list of the partial index audit_stats: a query
  * reads through that index only when its WHERE names the same list (src/features/admin/stats-store.ts).
@@ -493,6 +524,7 @@ const migrations = (dialect: Dialect): Record<string, Migration> => ({
   '0026_api_keys': apiKeys,
   '0027_sso': sso,
   '0028_link_limits': linkLimits,
+  '0029_quotas': quotas,
 });
 
 class StaticProvider implements MigrationProvider {

@@ -32,6 +32,14 @@ export interface UsersTable {
   recovery_locks: Generated<number>;
   /** The OpenID provider's `sub` this account signs in as (single sign-on); null: none yet. */
   sso_subject: Generated<string | null>;
+  /** Bytes this account may hold in its area and backup; null: REMESSA_QUOTA_DEFAULT (docs/quotas.md). */
+  quota_bytes: Generated<number | null>;
+  /** Its largest file; null: REMESSA_MAX_FILE_SIZE (never more). */
+  max_file_bytes: Generated<number | null>;
+  /** Bytes of its files' rows, changed in the transaction that adds or removes one. */
+  usage_bytes: Generated<number>;
+  /** The highest warning threshold (percent) told since usage last fell below it; 0: none. */
+  quota_warned: Generated<number>;
 }
 
 export interface RevokedTokensTable {
@@ -263,7 +271,17 @@ export interface SsoHandoffsTable {
   expires_at: number;
 }
 
+/** Room an upload of known length holds in its area's quota while its bytes arrive. */
+export interface QuotaReservationsTable {
+  id: string;
+  user_id: number;
+  bytes: number;
+  /** A lease renewed while the upload runs: past it (a crashed instance) it holds nothing. */
+  expires_at: number;
+}
+
 export interface Database {
+  quota_reservations: QuotaReservationsTable;
   users: UsersTable;
   revoked_tokens: RevokedTokensTable;
   audit: AuditTable;

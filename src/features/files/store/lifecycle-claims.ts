@@ -3,9 +3,11 @@
 // instances can sweep at once.
 import { sql } from 'kysely';
 import type { Db } from '../../../platform/sql/database.js';
+import { takeLock } from '../../../platform/sql/locks.js';
 import type { Dialect } from '../../../platform/sql/migrations.js';
 import type { FileRow } from '../../../platform/sql/schema.js';
 import { inTransaction } from '../../../platform/sql/transaction.js';
+import { areaLock } from './inserts.js';
 
 export class FileClaims {
   constructor(
@@ -100,6 +102,15 @@ export class FileClaims {
    */
   deleteFile(fileId: number, claimedAt: number, before?: (trx: Db) => Promise<void>): Promise<boolean> {
     return inTransaction(this.db, async (trx) => {
+      // The owner's usage changes below: first its area's lock, as an upload's commit takes it
+      // before its rows (and the account's counter), so neither waits on the other in a cycle.
+      const file = await trx
+        .selectFrom('files')
+        .select(['owner_id', 'length'])
+        .where('id', '=', fileId)
+        .executeTakeFirst();
+      if (!file) return false;
+      await takeLock(trx, this.dialect, areaLock(file.owner_id));
       // In id order, as a batch of download counts locks them (countDownloads): no deadlock.
       if (this.dialect === 'postgres')
         await sql`select id from links where file_id = ${fileId} order by id for update`.execute(trx);
@@ -117,6 +128,12 @@ export class FileClaims {
       await trx.deleteFrom('links').where('file_id', '=', fileId).execute();
       await trx.deleteFrom('file_contents').where('file_id', '=', fileId).execute();
       await trx.deleteFrom('files').where('id', '=', fileId).execute();
+      // Usage counts a file until its row goes (docs/quotas.md); a removed owner has no counter.
+      await trx
+        .updateTable('users')
+        .set((eb) => ({ usage_bytes: eb('usage_bytes', '-', file.length) }))
+        .where('id', '=', file.owner_id)
+        .execute();
       return true;
     });
   }

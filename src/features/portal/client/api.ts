@@ -128,15 +128,23 @@ export async function fetchBlob(path: string, query: CallOptions['query'] = {}):
   return res.blob();
 }
 
+/** What GET {portal}portal/me answers; `usage`: bytes held, quota (null: none), largest file. */
+export interface PortalMe {
+  user?: unknown;
+  lang?: unknown;
+  role?: unknown;
+  usage?: { bytes?: unknown; quota?: unknown; maxFileSize?: unknown };
+}
+
 /** The signed-in account as the portal sees it (GET {portal}portal/me), or null if unknown. */
-export async function portalMe(): Promise<{ user?: unknown; lang?: unknown; role?: unknown } | null> {
+export async function portalMe(): Promise<PortalMe | null> {
   try {
     const me = await fetch(`${config.portal}portal/me`, {
       headers: { ...authHeaders('bearer'), Accept: 'application/json' },
       credentials: 'omit',
       cache: 'no-store',
     });
-    return me.ok ? ((await me.json()) as { user?: unknown; lang?: unknown; role?: unknown }) : null;
+    return me.ok ? ((await me.json()) as PortalMe) : null;
   } catch {
     return null;
   }

@@ -11,6 +11,7 @@ import { formatDate, formatSize } from '../format.js';
 import { t } from '../i18n.js';
 import type { PageContext } from '../page-context.js';
 import { type FileControls, fileActions, linkState, ownerToken, recipientActions } from './file-controls.js';
+import { usageLine } from './usage.js';
 
 const PAGE_SIZE = 100;
 const pages: Record<'area' | 'backup', number> = { area: 1, backup: 1 };
@@ -204,6 +205,7 @@ export function renderFileList(ctx: PageContext, area: 'area' | 'backup'): void 
     ctx.main,
     pageHeading(t(area === 'area' ? 'receivedTitle' : 'backupTitle')),
     area === 'backup' ? h('p', {}, t('backupIntro')) : null,
+    usageLine(),
     said,
     body,
   );
