@@ -41,6 +41,11 @@ const SAMPLE: Record<string, string> = {
   downloadedAt: '1 May 2030 10:00',
   failures: '10',
   lockedFor: '1 hour',
+  requester: 'ana',
+  title: 'Your 2024 invoices',
+  count: '2',
+  files: '- a.pdf\n- b.pdf',
+  from: 'bob@example.com',
   lockedUntil: '1 May 2030 11:00',
 };
 

@@ -49,7 +49,11 @@ export type AuditEventName =
   | 'notify.sent'
   | 'notify.logged'
   | 'notify.failed'
-  | 'notify.retried';
+  | 'notify.retried'
+  | 'request.created'
+  | 'request.file_received'
+  | 'request.closed'
+  | 'request.completed';
 
 export interface AuditEntry {
   event: AuditEventName;

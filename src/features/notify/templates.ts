@@ -15,13 +15,19 @@ export type NotificationKind =
   | 'recovery-locked'
   | 'file-link'
   | 'download-pin'
-  | 'download-confirmation';
+  | 'download-confirmation'
+  | 'request-invite'
+  | 'request-pin'
+  | 'request-batch';
 export const NOTIFICATION_KINDS: readonly NotificationKind[] = [
   'password-pin',
   'recovery-locked',
   'file-link',
   'download-pin',
   'download-confirmation',
+  'request-invite',
+  'request-pin',
+  'request-batch',
 ];
 export type Channel = 'email' | 'sms';
 

@@ -8,8 +8,8 @@ import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type Config, LANGS, type Lang } from '../../app/config.js';
-import { currentUser, requireBearer } from '../../platform/http/auth-hooks.js';
 import { escapeHtml } from '../../platform/html.js';
+import { currentUser, requireBearer } from '../../platform/http/auth-hooks.js';
 import { csp } from '../../platform/http/security-headers.js';
 
 /** Minutes without activity after which the portal forgets the bearer token. */

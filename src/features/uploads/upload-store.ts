@@ -19,9 +19,9 @@ function holderDead(owner: string): boolean {
 export class UploadStore implements BlobCatalog {
   constructor(private readonly db: Db) {}
 
-  async insert(u: NewUpload): Promise<UploadRow> {
+  async insert(u: NewUpload, db: Db = this.db): Promise<UploadRow> {
     const row: UploadRow = { ...u, received: 0, lock_owner: null, lock_until: null, file_id: null };
-    await this.db.insertInto('uploads').values(row).execute();
+    await db.insertInto('uploads').values(row).execute();
     return row;
   }
 

@@ -18,6 +18,8 @@ export const EVENT_TYPES = [
   'file.purged',
   'link.locked',
   'user.locked',
+  'request.file_received',
+  'request.completed',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
@@ -31,6 +33,8 @@ export const EVENT_OF_AUDIT: Partial<Record<AuditEventName, EventType>> = {
   'file.purged': 'file.purged',
   'link.locked': 'link.locked',
   'user.locked': 'user.locked',
+  'request.file_received': 'request.file_received',
+  'request.completed': 'request.completed',
 };
 
 export function isEventType(v: string): v is EventType {
