@@ -22,9 +22,14 @@ import { transportsFrom } from '../features/notify/transports.js';
 import { Metrics } from '../features/ops/metrics.js';
 import { ChangeTokenStore } from '../features/recovery/change-token-store.js';
 import { RecoveryService } from '../features/recovery/recovery-service.js';
+import { RequestBatches } from '../features/requests/request-batches.js';
+import { RequestIntake } from '../features/requests/request-intake.js';
+import { RequestService } from '../features/requests/request-service.js';
+import { RequestStore } from '../features/requests/request-store.js';
 import { SsoFlowStore } from '../features/sso/flow-store.js';
 import { OidcClient } from '../features/sso/oidc-client.js';
 import { SsoService } from '../features/sso/sign-in-service.js';
+import type { RequestGate } from '../features/uploads/request-gate.js';
 import { UploadService } from '../features/uploads/upload-service.js';
 import { catalogOf, UploadStore } from '../features/uploads/upload-store.js';
 import { UserService } from '../features/users/user-service.js';
@@ -256,8 +261,47 @@ export function buildMessaging(core: Core, accounts: Accounts, storage: Storage,
   return { recovery, secureLinks, recipients, tracking, linkControl, webhooks, userAdmin };
 }
 
+export type Requests = ReturnType<typeof buildRequests>;
+
+/** Upload requests: the requester's side, the outsider's (the gate of tus uploads) and the batches. */
+export function buildRequests(core: Core, accounts: Accounts, storage: Storage, { notify }: Outbox) {
+  const { config, log, clock, db, keys, audit } = core;
+  const { users, rateCounter } = accounts;
+  const store = new RequestStore(db);
+  const requests = new RequestService({
+    db,
+    store,
+    files: storage.files,
+    users,
+    notify,
+    audit,
+    keys,
+    clock,
+    config,
+  });
+  const requestIntake = new RequestIntake({
+    store,
+    requests,
+    users,
+    notify,
+    audit,
+    rates: rateCounter,
+    keys,
+    clock,
+    db,
+    config,
+  });
+  const requestBatches = new RequestBatches({ db, store, requests, users, notify, clock, log, config });
+  return { requests, requestIntake, requestBatches };
+}
+
 /** Resumable (tus) uploads, whose chunks the blob writer keeps as it keeps files' blobs. */
-export function buildUploads({ config, log, clock, db, keys }: Core, { users }: Accounts, storage: Storage) {
+export function buildUploads(
+  { config, log, clock, db, keys }: Core,
+  { users }: Accounts,
+  storage: Storage,
+  requests?: RequestGate,
+) {
   const { uploadStore, files, fileStore, writer, blobs, intents } = storage;
   return new UploadService({
     db,
@@ -272,5 +316,6 @@ export function buildUploads({ config, log, clock, db, keys }: Core, { users }: 
     clock,
     log,
     config,
+    ...(requests ? { requests } : {}),
   });
 }

@@ -15,6 +15,8 @@ import type { NotificationService } from '../features/notify/notification-servic
 import type { Metrics } from '../features/ops/metrics.js';
 import { Readiness } from '../features/ops/readiness.js';
 import type { RecoveryService } from '../features/recovery/recovery-service.js';
+import type { RequestIntake } from '../features/requests/request-intake.js';
+import type { RequestService } from '../features/requests/request-service.js';
 import type { SsoService } from '../features/sso/sign-in-service.js';
 import type { UploadService } from '../features/uploads/upload-service.js';
 import type { UserService } from '../features/users/user-service.js';
@@ -37,6 +39,7 @@ import {
   buildCore,
   buildMessaging,
   buildOutbox,
+  buildRequests,
   buildSso,
   buildStorage,
   buildUploads,
@@ -89,6 +92,10 @@ export interface Services {
   metrics: Metrics;
   /** Resumable (tus) uploads. */
   uploads: UploadService;
+  /** Upload requests: the requester's side (and the admin API's). */
+  requests: RequestService;
+  /** Upload requests: the outsider's page, PIN and the gate of their uploads. */
+  requestIntake: RequestIntake;
   /** The admin API's reports: audit search, transfers, outbox, statistics. */
   adminReports: AdminReports;
   /** Jobs `remessa serve` runs in the background (each domain adds its own). */
@@ -148,9 +155,13 @@ async function assemble(
   const storage = await buildStorage(core, accounts, opts.blobStore, failureText);
   const outbox = buildOutbox(core, opts.startWorkers !== false);
   const messaging = buildMessaging(core, accounts, storage, outbox);
-  const uploads = buildUploads(core, accounts, storage);
+  const { requests, requestIntake, requestBatches } = buildRequests(core, accounts, storage, outbox);
+  const uploads = buildUploads(core, accounts, storage, requestIntake);
   const sso = buildSso(core, accounts);
-  const jobs = backgroundJobs(core, accounts, storage, outbox.notify, uploads, sso);
+  const jobs = [
+    ...backgroundJobs(core, accounts, storage, outbox.notify, uploads, sso),
+    core.metrics.instrument(requestBatches.job()),
+  ];
   const { clock, db, keys, audit, metrics } = core;
   const { users, auth, apiKeys, rateCounter } = accounts;
   const { blobs, reconciler, files } = storage;
@@ -176,6 +187,8 @@ async function assemble(
     readiness: new Readiness({ db, blobs, clock, storeIdentity: storage.storeIdentity }),
     metrics,
     uploads,
+    requests,
+    requestIntake,
     adminReports: createAdminReports({
       db,
       dialect: database.dialect,

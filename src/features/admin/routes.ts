@@ -10,6 +10,7 @@ import { canAdminister, canAudit, roleOf } from '../users/roles.js';
 import { auditRoutes } from './routes-audit.js';
 import { adminKeyRoutes } from './routes-keys.js';
 import { outboxRoutes } from './routes-outbox.js';
+import { adminRequestRoutes } from './routes-requests.js';
 import { statsRoutes } from './routes-stats.js';
 import { transferRoutes } from './routes-transfers.js';
 import { adminUserRoutes } from './routes-users.js';
@@ -33,4 +34,5 @@ export const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
   await app.register(outboxRoutes);
   await app.register(statsRoutes);
   await app.register(adminKeyRoutes);
+  await app.register(adminRequestRoutes);
 };

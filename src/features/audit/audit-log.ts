@@ -50,7 +50,11 @@ export type AuditEventName =
   | 'notify.logged'
   | 'notify.failed'
   | 'notify.retried'
-  | 'quota.warning';
+  | 'quota.warning'
+  | 'request.created'
+  | 'request.file_received'
+  | 'request.closed'
+  | 'request.completed';
 
 export interface AuditEntry {
   event: AuditEventName;

@@ -16,7 +16,10 @@ export type NotificationKind =
   | 'file-link'
   | 'download-pin'
   | 'download-confirmation'
-  | 'quota-warning';
+  | 'quota-warning'
+  | 'request-invite'
+  | 'request-pin'
+  | 'request-batch';
 export const NOTIFICATION_KINDS: readonly NotificationKind[] = [
   'password-pin',
   'recovery-locked',
@@ -24,6 +27,9 @@ export const NOTIFICATION_KINDS: readonly NotificationKind[] = [
   'download-pin',
   'download-confirmation',
   'quota-warning',
+  'request-invite',
+  'request-pin',
+  'request-batch',
 ];
 export type Channel = 'email' | 'sms';
 

@@ -20,17 +20,20 @@ import {
   successExample,
 } from '../../platform/http/schemas.js';
 import type { UploadRow } from '../../platform/sql/schema.js';
+import { userOrRequest } from './routes-access.js';
 import type { UploadMetadata } from './upload-metadata.js';
 import type { Checksum } from './upload-service.js';
 
 // openapi.json: the tus protocol's answers carry headers, not bodies; errors are envelopes.
 const tusErrors = errors({
   400: 'Bad Upload-Length, Upload-Metadata or Upload-Offset.',
-  401: 'No or wrong credentials.',
+  401: 'No or wrong credentials (or an unknown request link).',
+  403: "A request's PIN missing or wrong.",
   404: 'No such upload (or not yours).',
-  409: 'Upload-Offset does not match what the server has.',
+  409: "Upload-Offset does not match what the server has; a request's file limit reached.",
+  410: 'The upload expired, or its request is closed or expired ("request closed").',
   412: 'Tus-Resumable is not 1.0.0.',
-  413: 'Larger than REMESSA_MAX_FILE_SIZE.',
+  413: "Larger than REMESSA_MAX_FILE_SIZE or than a request's limits.",
 });
 const noBody = (description: string) => ({ description, type: 'null' });
 const tusDoc = (summary: string, response: Record<string, unknown>, auth = true) => ({
@@ -73,9 +76,11 @@ export function parseMetadata(raw: string | undefined): UploadMetadata {
     if (out.has(key)) throw badRequest(`Upload-Metadata: ${key} given twice`);
     out.set(key, value === undefined ? '' : Buffer.from(value, 'base64').toString('utf8'));
   }
-  const [filename, d, m, c, i] = ['filename', 'd', 'm', 'c', 'i'].map((k) => out.get(k));
+  const [filename, d, m, c, i, req, pin] = ['filename', 'd', 'm', 'c', 'i', 'request', 'pin'].map((k) =>
+    out.get(k),
+  );
   return Object.fromEntries(
-    Object.entries({ filename, d, m, c, i }).filter(([, v]) => v !== undefined),
+    Object.entries({ filename, d, m, c, i, request: req, pin }).filter(([, v]) => v !== undefined),
   ) as UploadMetadata;
 }
 
@@ -124,7 +129,7 @@ async function checkVersion(request: FastifyRequest, reply: FastifyReply) {
     throw new AppError(412, `Tus-Resumable must be ${TUS_VERSION}`);
   }
 }
-const guards = [checkVersion, requireUser];
+const guards = [checkVersion, userOrRequest];
 /** The guards of a request that carries upload bytes: also an upload slot. */
 const uploading = (app: Api) => [...guards, app.uploadSlot];
 
@@ -142,7 +147,7 @@ async function patch(
   id: string,
   offset: number,
 ): Promise<UploadRow> {
-  const user = currentUser(request);
+  const user = request.user;
   const checksum = parseChecksum(header(request, 'upload-checksum'));
   const body = bodyUntilCut(request.raw, checksum === null);
   try {
@@ -208,13 +213,18 @@ function creationRoute(app: Api) {
       config: { streamingBody: tusBody },
     },
     async (request, reply) => {
-      const user = currentUser(request);
+      const user = request.user;
       if (header(request, 'upload-defer-length') !== undefined)
         throw badRequest('Upload-Defer-Length is not supported: send Upload-Length');
       let row: UploadRow;
       try {
         const length = wholeNumber(request, 'upload-length');
-        row = await uploads.create(user, parseMetadata(header(request, 'upload-metadata')), length);
+        row = await uploads.create(
+          user,
+          parseMetadata(header(request, 'upload-metadata')),
+          length,
+          request.ip,
+        );
       } catch (err) {
         discardRestOfBody(request.raw);
         throw err;
@@ -255,7 +265,7 @@ function offsetRoute(app: Api) {
     },
     preHandler: guards,
     handler: async (request, reply) => {
-      const row = await uploads.status(currentUser(request), request.params.id, request.ip);
+      const row = await uploads.status(request.user, request.params.id, request.ip);
       reply
         .code(200)
         .header('Cache-Control', 'no-store')
@@ -317,7 +327,7 @@ function terminationRoute(app: Api) {
       preHandler: guards,
     },
     async (request, reply) => {
-      await uploads.terminate(currentUser(request), request.params.id);
+      await uploads.terminate(request.user, request.params.id);
       return reply.code(204).send();
     },
   );

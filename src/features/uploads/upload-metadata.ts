@@ -10,10 +10,14 @@ export interface UploadMetadata {
   m?: string;
   c?: string;
   i?: string;
+  /** (ext) An upload request's token (docs/requests.md): the upload is for that request. */
+  request?: string;
+  /** (ext) The PIN of an invited request link. */
+  pin?: string;
 }
 
 /** The POST /upload query parameter each Upload-Metadata key is, whose limit it has. */
-const METADATA_PARAMETER: Record<keyof UploadMetadata, UploadParameter> = {
+const METADATA_PARAMETER: Record<Exclude<keyof UploadMetadata, 'request' | 'pin'>, UploadParameter> = {
   filename: 'file',
   d: 'd',
   c: 'c',
@@ -28,4 +32,6 @@ export function checkMetadataLengths(meta: UploadMetadata): void {
     const v = meta[k as keyof UploadMetadata];
     if (v !== undefined && v.length > max) throw invalid(`${k}: longer than ${max} characters`);
   }
+  if ((meta.request?.length ?? 0) > 128) throw invalid('request: longer than 128 characters');
+  if ((meta.pin?.length ?? 0) > 16) throw invalid('pin: longer than 16 characters');
 }

@@ -26,6 +26,7 @@ import {
   locked,
   notFound,
   tooLarge,
+  unauthorized,
 } from '../../platform/errors.js';
 import type { Logger } from '../../platform/logger.js';
 import type { Keys } from '../../platform/security/keys.js';
@@ -40,6 +41,8 @@ import { sanitizeFileName } from '../files/names.js';
 import type { Recipients, UploadRequest } from '../files/upload-commit.js';
 import { parseRecipients } from '../links/recipients.js';
 import type { UserService } from '../users/user-service.js';
+import type { RequestGate } from './request-gate.js';
+import { createForRequest } from './request-uploads.js';
 import { checkMetadataLengths, type UploadMetadata } from './upload-metadata.js';
 import type { UploadStore } from './upload-store.js';
 
@@ -74,6 +77,8 @@ export interface UploadDeps {
   clock: Clock;
   log: Logger;
   config: Pick<Config, 'maxFileSize' | 'uploadExpiryHours' | 'uploadMaxOpen'>;
+  /** Upload requests: uploads made with a request's token instead of an account. */
+  requests?: RequestGate;
 }
 
 export interface Checksum {
@@ -86,8 +91,16 @@ export const uploadLocked = () => locked('another request is writing to this upl
 export class UploadService {
   constructor(private readonly d: UploadDeps) {}
 
-  /** creation: checks everything POST /upload would check before the first byte. */
-  async create(uploader: UserRow, meta: UploadMetadata, length: number): Promise<UploadRow> {
+  /** creation: checks everything POST /upload would check before the first byte (or a request's). */
+  async create(
+    uploader: UserRow | null,
+    meta: UploadMetadata,
+    length: number,
+    remote: string | null = null,
+  ): Promise<UploadRow> {
+    if (meta.request !== undefined && this.d.requests)
+      return createForRequest({ ...this.d, gate: this.d.requests }, meta, length, remote);
+    if (!uploader) throw unauthorized('authorization required');
     checkMetadataLengths(meta);
     if (!Number.isSafeInteger(length) || length < 0) throw invalid('Upload-Length must be a whole number');
     if (length > this.d.config.maxFileSize)
@@ -119,19 +132,25 @@ export class UploadService {
     return this.d.files.quotas.withRoom(owner.id, length, insert);
   }
 
-  /** The caller's upload; another user's is as unknown as a missing one (404); expired → 410. */
-  async get(user: UserRow, id: string): Promise<UploadRow> {
+  /** The caller's upload (or a request's: its URL suffices); another's is a 404; expired → 410. */
+  async get(user: UserRow | null, id: string): Promise<UploadRow> {
     const row = id.length <= 64 ? await this.d.store.byId(id) : undefined;
-    if (!row || row.uploader_id !== user.id) throw notFound('no such upload');
+    const viaRequest = row !== undefined && (await this.d.requests?.check(row.id)) === true;
+    if (!row || (!viaRequest && row.uploader_id !== user?.id)) throw notFound('no such upload');
     if (row.file_id === null && row.expires_at <= this.d.clock.now()) throw gone('upload expired');
     return row;
+  }
+
+  /** Whether an upload was made under a request (410 when that request is closed or expired). */
+  async madeUnderRequest(id: string): Promise<boolean> {
+    return id.length <= 64 && (await this.d.requests?.check(id)) === true;
   }
 
   /**
    * HEAD: the durable offset. An upload whose bytes are all in but whose commit never happened
    * (its writer died) is committed now, so a client told "complete" always finds its file.
    */
-  async status(user: UserRow, id: string, remote: string | null): Promise<UploadRow> {
+  async status(user: UserRow | null, id: string, remote: string | null): Promise<UploadRow> {
     const row = await this.get(user, id);
     if (row.file_id === null && row.received === row.length) return this.finishNow(row, remote);
     return row;
@@ -153,7 +172,7 @@ export class UploadService {
    * route ends `body` quietly then, unless a checksum makes the whole PATCH all-or-nothing).
    */
   async append(
-    user: UserRow,
+    user: UserRow | null,
     id: string,
     offset: number,
     body: Readable,
@@ -227,7 +246,7 @@ export class UploadService {
   }
 
   /** termination: the upload and its bytes go (a finished one's file stays). */
-  async terminate(user: UserRow, id: string): Promise<void> {
+  async terminate(user: UserRow | null, id: string): Promise<void> {
     const row = await this.get(user, id);
     await this.holding(row, () => this.drop(row.id));
   }
@@ -357,6 +376,7 @@ export class UploadService {
         ? await store.markDoneWhole(trx, row.id, whole, fileId)
         : await store.markDone(trx, row.id, fileId);
       if (!done) throw conflict('the upload changed while this request was writing');
+      await this.d.requests?.stored(trx, row.id, fileId);
       // The chunks' rows go with this transaction; intents name their blobs until they are deleted.
       if (chunkKeys.length > 0) await intents.add(chunkKeys, WRITER, clock.now(), trx);
     });
@@ -365,6 +385,7 @@ export class UploadService {
   private async drop(id: string): Promise<void> {
     const now = this.d.clock.now();
     const keys = await inTransaction(this.d.db, async (trx) => {
+      await this.d.requests?.released(trx, id);
       const k = await this.d.store.remove(trx, id);
       await this.d.intents.add(k, WRITER, now, trx);
       return k;

@@ -19,6 +19,8 @@ export const EVENT_TYPES = [
   'link.locked',
   'user.locked',
   'quota.warning',
+  'request.file_received',
+  'request.completed',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
@@ -33,6 +35,8 @@ export const EVENT_OF_AUDIT: Partial<Record<AuditEventName, EventType>> = {
   'link.locked': 'link.locked',
   'user.locked': 'user.locked',
   'quota.warning': 'quota.warning',
+  'request.file_received': 'request.file_received',
+  'request.completed': 'request.completed',
 };
 
 export function isEventType(v: string): v is EventType {

@@ -272,8 +272,27 @@ export class WebhookService {
         return { user: userName };
       case 'quota.warning':
         return { user: userName, percent: detail['percent'], usage: detail['usage'], quota: detail['quota'] };
+      case 'request.file_received':
+      case 'request.completed':
+        return requestEventData(type, detail, fileData, userName);
     }
   }
+}
+
+/** An upload request's event: the request, and the file that arrived or how it ended. */
+function requestEventData(
+  type: 'request.file_received' | 'request.completed',
+  detail: Record<string, unknown>,
+  fileData: Record<string, unknown>,
+  userName: string | null,
+): Record<string, unknown> {
+  const request = { id: detail['request'] ?? null, title: detail['title'] ?? null };
+  if (type === 'request.file_received') {
+    const from = typeof detail['from'] === 'string' ? maskAddress(detail['from']) : null;
+    return { ...fileData, request, from, user: userName };
+  }
+  const received = { files: detail['files'] ?? 0, bytes: detail['bytes'] ?? 0 };
+  return { request: { ...request, received }, reason: detail['reason'] ?? null, user: userName };
 }
 
 function parseEvents(events: string | string[] | undefined): EventType[] {

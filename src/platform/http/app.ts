@@ -25,6 +25,8 @@ import { deliveryRoutes } from '../../features/links/routes-delivery.js';
 import { healthRoutes } from '../../features/ops/routes.js';
 import { portalRoutes } from '../../features/portal/routes.js';
 import { recoveryRoutes } from '../../features/recovery/routes.js';
+import { requestRoutes } from '../../features/requests/routes.js';
+import { REQUEST_SCHEMAS } from '../../features/requests/schemas-requests.js';
 import { ssoRoutes } from '../../features/sso/routes.js';
 import { SSO_SCHEMAS } from '../../features/sso/schemas-sso.js';
 import { uploadRoutes } from '../../features/uploads/routes.js';
@@ -60,6 +62,7 @@ export const FEATURE_SCHEMAS: TSchema[] = [
   ...ADMIN_USER_SCHEMAS,
   ...ADMIN_REPORT_SCHEMAS,
   ...KEY_SCHEMAS,
+  ...REQUEST_SCHEMAS,
   ...SSO_SCHEMAS,
 ];
 
@@ -153,6 +156,7 @@ export async function buildApp(services: Services, opts: AppOptions = {}): Promi
       await api.register(webhookRoutes);
       await api.register(keyRoutes);
       await api.register(uploadRoutes);
+      await api.register(requestRoutes);
       await api.register(healthRoutes);
       await api.register(adminRoutes, { prefix: '/admin' });
     },

@@ -1,5 +1,6 @@
 // The File entry of interface §2.3 (plus `sha256` and `expires`, and for the owner
-// `recipients` when the file was announced to someone), in one place.
+// `recipients` when the file was announced to someone, and `origin` when it arrived through an upload
+// request), in one place.
 import type { FileWithToken } from '../../features/files/file-links.js';
 import type { RecipientStatus } from '../../features/links/tracking.js';
 
@@ -22,5 +23,8 @@ export function fileEntry(baseUrl: string, lang: string, f: FileWithToken, recip
     sha256: f.file.sha256,
     expires: backup ? f.file.purge_at : f.file.expires_at,
     ...(recipients?.length ? { recipients } : {}),
+    ...(f.file.origin_request
+      ? { origin: { request: f.file.origin_request, from: f.file.origin_from } }
+      : {}),
   };
 }

@@ -23,6 +23,7 @@ export type Handler =
   | 'handlerAuthLogout'
   | 'handlerWebhooks'
   | 'handlerKeys'
+  | 'handlerRequests'
   | 'handlerHealth'
   | 'handlerAuthSso'
   | `handlerAdmin${string}`;

@@ -100,6 +100,20 @@ export const FileEntry = Type.Object(
       description: '(ext) When the link ends (area) or the file is purged (backup), ms since the epoch.',
     }),
     recipients: Type.Optional(Type.Array(Type.Ref('RecipientStatus'))),
+    origin: Type.Optional(
+      Type.Object(
+        {
+          request: Type.String({ description: 'The upload request the file arrived through.' }),
+          from: Type.Union([Type.String(), Type.Null()], {
+            description: 'The invited e-mail address or mobile number that sent it; null: its open link.',
+          }),
+        },
+        {
+          ...closed,
+          description: '(ext) Where the file came from, when it arrived through an upload request.',
+        },
+      ),
+    ),
   },
   { ...closed, $id: 'FileEntry', title: 'File entry' },
 );

@@ -47,7 +47,8 @@ export function uploadSlots(server: Server, limits: UploadLimits): preHandlerHoo
     const headers = request.headers;
     const length = headers['content-length'];
     if (headers['transfer-encoding'] === undefined && (length === undefined || length === '0')) return done();
-    const user = currentUser(request).id;
+    // Someone without an account (an upload request's sender) is counted by address only.
+    const user = request.user ? currentUser(request).id : `anonymous:${request.ip ?? ''}`;
     const address = request.ip ?? '';
     if (limits.perUser > 0 && (byUser.get(user) ?? 0) >= limits.perUser)
       return done(busy(`at most ${limits.perUser} uploads at once per user: retry when one is done`, 429));

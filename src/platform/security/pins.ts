@@ -9,7 +9,7 @@ import type { Db } from '../sql/database.js';
 import { inTransaction } from '../sql/transaction.js';
 import { type Keys, randomPin } from './keys.js';
 
-/** The columns a PIN lives in, on `links` and on `change_tokens` alike. */
+/** The columns a PIN lives in, on `links`, `change_tokens` and `request_links` alike. */
 export interface PinColumns {
   pin_hash: string | null;
   pin_expires_at: number | null;
@@ -80,7 +80,7 @@ export interface PinRows {
 }
 
 /** The tables whose rows hold a PIN. */
-export type PinTable = 'links' | 'change_tokens';
+export type PinTable = 'links' | 'change_tokens' | 'request_links';
 
 /**
  * The two PIN writes every PIN table needs, the same SQL on either table (its store exposes them

@@ -497,6 +497,88 @@ const quotas: Migration = {
   },
 };
 
+// Upload requests (src/features/requests/): a user asks people without an account for files.
+// Each request's limits are reserved per upload at its creation (reserved_*: a conditional update
+// in the transaction of the upload row, so concurrent creations on any instance cannot overfill);
+// received_* count the files that arrived. Its links (one open link, or one per invited address
+// with its PIN columns) and the batches its requester hears of once each; request_uploads ties a
+// tus upload to its request, link and batch until it is stored or released. A file that arrived
+// names its request and its sender (files.origin_*).
+const uploadRequests = (dialect: Dialect): Migration => ({
+  async up(db: AnyDb) {
+    const big = 'bigint' as const;
+    await db.schema
+      .createTable('upload_requests')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('user_id', 'integer', (c) => c.notNull())
+      .addColumn('owner_id', 'integer', (c) => c.notNull())
+      .addColumn('title', 'text', (c) => c.notNull())
+      .addColumn('message', 'text', (c) => c.notNull())
+      .addColumn('max_files', 'integer', (c) => c.notNull())
+      .addColumn('max_file_bytes', big, (c) => c.notNull())
+      .addColumn('max_total_bytes', big, (c) => c.notNull())
+      .addColumn('reusable', 'integer', (c) => c.notNull())
+      .addColumn('created_at', big, (c) => c.notNull())
+      .addColumn('expires_at', big, (c) => c.notNull())
+      .addColumn('closed_at', big)
+      .addColumn('closed_reason', 'text')
+      .addColumn('reserved_files', 'integer', (c) => c.notNull())
+      .addColumn('reserved_bytes', big, (c) => c.notNull())
+      .addColumn('received_files', 'integer', (c) => c.notNull())
+      .addColumn('received_bytes', big, (c) => c.notNull())
+      .execute();
+    await sql`create index if not exists upload_requests_user on upload_requests (user_id, created_at)`.execute(
+      db,
+    );
+    await sql`create index if not exists upload_requests_created on upload_requests (created_at)`.execute(db);
+    await db.schema
+      .createTable('request_links')
+      .addColumn('id', 'integer', idColumn(dialect))
+      .addColumn('request_id', 'text', (c) => c.notNull())
+      .addColumn('token_hash', 'text', (c) => c.notNull().unique())
+      .addColumn('token_sealed', 'text', (c) => c.notNull())
+      .addColumn('recipient_email', 'text')
+      .addColumn('recipient_mobile', 'text')
+      .addColumn('pin_hash', 'text')
+      .addColumn('pin_expires_at', big)
+      .addColumn('pin_sent_at', big)
+      .addColumn('pin_failures', 'integer', (c) => c.notNull())
+      .addColumn('locked_until', big, (c) => c.notNull())
+      .addColumn('created_at', big, (c) => c.notNull())
+      .execute();
+    await sql`create index if not exists request_links_request on request_links (request_id)`.execute(db);
+    await db.schema
+      .createTable('request_batches')
+      .addColumn('id', 'integer', idColumn(dialect))
+      .addColumn('request_id', 'text', (c) => c.notNull())
+      .addColumn('link_id', 'integer', (c) => c.notNull())
+      .addColumn('pending', 'integer', (c) => c.notNull())
+      .addColumn('files', 'integer', (c) => c.notNull())
+      .addColumn('created_at', big, (c) => c.notNull())
+      .addColumn('last_at', big, (c) => c.notNull())
+      .addColumn('sealed_at', big)
+      .execute();
+    // One gathering batch per link: two instances opening one at once, the second joins the first.
+    await sql`create unique index if not exists request_batches_open on request_batches (link_id)
+      where sealed_at is null`.execute(db);
+    await sql`create index if not exists request_batches_due on request_batches (last_at)
+      where sealed_at is null`.execute(db);
+    await db.schema
+      .createTable('request_uploads')
+      .addColumn('upload_id', 'text', (c) => c.primaryKey())
+      .addColumn('request_id', 'text', (c) => c.notNull())
+      .addColumn('link_id', 'integer', (c) => c.notNull())
+      .addColumn('batch_id', 'integer', (c) => c.notNull())
+      .addColumn('length', big, (c) => c.notNull())
+      .addColumn('state', 'text', (c) => c.notNull())
+      .execute();
+    await db.schema.alterTable('files').addColumn('origin_request', 'text').execute();
+    await db.schema.alterTable('files').addColumn('origin_from', 'text').execute();
+    await sql`create index if not exists files_origin_request on files (origin_request)
+      where origin_request is not null`.execute(db);
+  },
+});
+
 /**
  * The events the statistics count, as the SQL list of the partial index audit_stats: a query
  * reads through that index only when its WHERE names the same list (src/features/admin/stats-store.ts).
@@ -525,6 +607,7 @@ const migrations = (dialect: Dialect): Record<string, Migration> => ({
   '0027_sso': sso,
   '0028_link_limits': linkLimits,
   '0029_quotas': quotas,
+  '0030_upload_requests': uploadRequests(dialect),
 });
 
 class StaticProvider implements MigrationProvider {

@@ -85,6 +85,10 @@ export interface FilesTable {
   /** when a backup file is purged */
   purge_at: number | null;
   message: string | null;
+  /** (ext) The upload request the file arrived through, or null. */
+  origin_request: Generated<string | null>;
+  /** (ext) Who sent it through that request: the invited e-mail or mobile; null for an open link. */
+  origin_from: Generated<string | null>;
 }
 
 /** Small files' contents, kept with their row (files.contents_in_db = 1). */
@@ -280,6 +284,72 @@ export interface QuotaReservationsTable {
   expires_at: number;
 }
 
+/** An upload request (src/features/requests/): people without an account send files to an area. */
+export interface UploadRequestsTable {
+  id: string;
+  /** The requester. */
+  user_id: number;
+  /** The area the files land in (the requester's, or that of `d`). */
+  owner_id: number;
+  title: string;
+  message: string;
+  max_files: number;
+  max_file_bytes: number;
+  max_total_bytes: number;
+  reusable: number;
+  created_at: number;
+  expires_at: number;
+  closed_at: number | null;
+  /** 'closed' (its requester), 'admin', 'batch' (a one-use request's first batch), 'full'. */
+  closed_reason: string | null;
+  /** Files and bytes of the uploads created under the request (finished or not, not released). */
+  reserved_files: number;
+  reserved_bytes: number;
+  received_files: number;
+  received_bytes: number;
+}
+
+/** A request's link: its open link (no recipient) or an invited address's, with its PIN. */
+export interface RequestLinksTable {
+  id: Generated<number>;
+  request_id: string;
+  token_hash: string;
+  token_sealed: string;
+  recipient_email: string | null;
+  recipient_mobile: string | null;
+  pin_hash: string | null;
+  pin_expires_at: number | null;
+  pin_sent_at: number | null;
+  pin_failures: number;
+  locked_until: number;
+  created_at: number;
+}
+
+/** The files of one visit through a link, of which the requester hears once. */
+export interface RequestBatchesTable {
+  id: Generated<number>;
+  request_id: string;
+  link_id: number;
+  /** Uploads of the batch neither stored nor released yet. */
+  pending: number;
+  /** Files of the batch stored. */
+  files: number;
+  created_at: number;
+  last_at: number;
+  /** When the batch was closed and its message queued (once, by one instance). */
+  sealed_at: number | null;
+}
+
+/** A tus upload made under a request, until it is stored ('done') or released ('released'). */
+export interface RequestUploadsTable {
+  upload_id: string;
+  request_id: string;
+  link_id: number;
+  batch_id: number;
+  length: number;
+  state: string;
+}
+
 export interface Database {
   quota_reservations: QuotaReservationsTable;
   users: UsersTable;
@@ -300,6 +370,10 @@ export interface Database {
   api_keys: ApiKeysTable;
   sso_pending: SsoPendingTable;
   sso_handoffs: SsoHandoffsTable;
+  upload_requests: UploadRequestsTable;
+  request_links: RequestLinksTable;
+  request_batches: RequestBatchesTable;
+  request_uploads: RequestUploadsTable;
 }
 
 export type UserRow = Selectable<UsersTable>;
@@ -317,3 +391,7 @@ export type WebhookRow = Selectable<WebhooksTable>;
 export type UploadRow = Selectable<UploadsTable>;
 export type UploadChunkRow = Selectable<UploadChunksTable>;
 export type ApiKeyRow = Selectable<ApiKeysTable>;
+export type UploadRequestRow = Selectable<UploadRequestsTable>;
+export type RequestLinkRow = Selectable<RequestLinksTable>;
+export type RequestBatchRow = Selectable<RequestBatchesTable>;
+export type RequestUploadRow = Selectable<RequestUploadsTable>;

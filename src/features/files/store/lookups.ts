@@ -51,6 +51,8 @@ const FILE_COLUMNS = [
   'retired_at',
   'purge_at',
   'message',
+  'origin_request',
+  'origin_from',
 ] as const satisfies readonly (keyof FileRow)[];
 // A column added to links or files and not listed above fails to compile here.
 const everyColumn: [
