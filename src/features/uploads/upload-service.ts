@@ -44,6 +44,7 @@ import type { UserService } from '../users/user-service.js';
 import type { RequestGate } from './request-gate.js';
 import { createForRequest } from './request-uploads.js';
 import { checkMetadataLengths, type UploadMetadata } from './upload-metadata.js';
+import { deleteChunkBlobs, dropUpload } from './upload-removal.js';
 import type { UploadStore } from './upload-store.js';
 
 const HOUR = 3600 * 1000;
@@ -248,7 +249,7 @@ export class UploadService {
   /** termination: the upload and its bytes go (a finished one's file stays). */
   async terminate(user: UserRow | null, id: string): Promise<void> {
     const row = await this.get(user, id);
-    await this.holding(row, () => this.drop(row.id));
+    await this.holding(row, () => dropUpload(this.d, row.id));
   }
 
   /** Sweeper pass: expired uploads lose their bytes and rows. */
@@ -256,7 +257,7 @@ export class UploadService {
     let n = 0;
     for (const row of await this.d.store.expired(this.d.clock.now(), 200)) {
       try {
-        await this.holding(row, () => this.drop(row.id));
+        await this.holding(row, () => dropUpload(this.d, row.id));
         n++;
       } catch (err) {
         if (!(err instanceof DomainError && err.kind === 'locked')) throw err;
@@ -328,7 +329,7 @@ export class UploadService {
       throw new Error(`upload ${row.id}: composed ${blob.length} of ${row.length} bytes`);
     }
     await this.commitFile(row, blob, keys, remote, null);
-    await this.deleteBlobs(keys);
+    await deleteChunkBlobs(this.d, keys);
     return (await store.byId(row.id))!;
   }
 
@@ -380,26 +381,5 @@ export class UploadService {
       // The chunks' rows go with this transaction; intents name their blobs until they are deleted.
       if (chunkKeys.length > 0) await intents.add(chunkKeys, WRITER, clock.now(), trx);
     });
-  }
-
-  private async drop(id: string): Promise<void> {
-    const now = this.d.clock.now();
-    const keys = await inTransaction(this.d.db, async (trx) => {
-      await this.d.requests?.released(trx, id);
-      const k = await this.d.store.remove(trx, id);
-      await this.d.intents.add(k, WRITER, now, trx);
-      return k;
-    });
-    await this.deleteBlobs(keys);
-  }
-
-  private async deleteBlobs(keys: string[]): Promise<void> {
-    try {
-      for (const k of keys) await this.d.blobs.delete(k);
-      await this.d.intents.remove(keys);
-    } catch (err) {
-      // The intents stay; the reconciler deletes the blobs once this writer is gone or stale.
-      this.d.log.warn({ err }, 'could not delete the chunks of a tus upload');
-    }
   }
 }
