@@ -94,6 +94,8 @@ function requestForm(created: () => void): HTMLElement {
   const status = h('div', { class: 'status-slot' });
   const result = h('div', {});
   const submit = h('button', { type: 'submit' }, t('createRequest'));
+  const reusableHint = nextId('reusable-hint');
+  i.reusable.setAttribute('aria-describedby', reusableHint);
   const send = async () => {
     const parsed = bodyOf(i);
     if ('bad' in parsed) {
@@ -144,8 +146,12 @@ function requestForm(created: () => void): HTMLElement {
       field(t('requestMaxTotalMb'), i.maxTotalMb, t('requestOptional')),
     ),
     field(t('requestExpiry'), i.expires, t('requestExpiryHint')),
-    h('p', { class: 'field' }, h('label', { class: 'check' }, i.reusable, t('requestReusable'))),
-    h('p', { class: 'hint' }, t('requestReusableHint')),
+    h(
+      'div',
+      { class: 'field' },
+      h('label', { class: 'check' }, i.reusable, t('requestReusable')),
+      h('p', { class: 'hint', id: reusableHint }, t('requestReusableHint')),
+    ),
     field(t('destination'), i.d, t('destinationHint')),
     status,
     h('div', { class: 'actions' }, submit),
