@@ -9,6 +9,12 @@ import { httpHead, rawRequest } from '../helpers/raw.js';
 import { basic, ERROR_KEYS, errorKeys, type TestServer } from '../helpers/server.js';
 import { recoveryGuessProperty, reservedNameProperty, webhookUrlProperty } from './abuse.js';
 import { forgedKeyProperty, keyBodyProperty } from './keys.js';
+import {
+  quotaValueProperty,
+  requestBodyProperty,
+  requestMetadataProperty,
+  requestTokenProperty,
+} from './requests.js';
 
 export const FUZZ_USER = { name: 'fuzzer', password: 'fuzzer-password' };
 
@@ -314,6 +320,10 @@ export const PROPERTIES = {
   reservedNames: reservedNameProperty,
   recoveryGuessing: recoveryGuessProperty,
   codings: codingsProperty,
+  requestBodies: requestBodyProperty,
+  quotaValues: quotaValueProperty,
+  requestTokens: requestTokenProperty,
+  requestMetadata: requestMetadataProperty,
   keyBodies: keyBodyProperty,
   // Last: its failed sign-ins may leave the address refused (429) for a minute.
   forgedKeys: forgedKeyProperty,

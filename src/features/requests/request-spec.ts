@@ -4,12 +4,16 @@ import { invalid } from '../../platform/errors.js';
 import { isEmail, normalizeMobile } from '../users/validation.js';
 
 const DAY = 24 * 3600 * 1000;
-/** The longest a request stays open. */
-export const MAX_REQUEST_DAYS = 365;
-export const MAX_REQUEST_FILES = 10_000;
-export const MAX_INVITES = 50;
-export const TITLE_MAX = 200;
-export const MESSAGE_MAX = 2000;
+
+import {
+  MAX_INVITES,
+  MAX_REQUEST_DAYS,
+  MAX_REQUEST_FILES,
+  MESSAGE_MAX,
+  TITLE_MAX,
+} from './request-limits.js';
+
+export { MAX_INVITES, MAX_REQUEST_DAYS, MAX_REQUEST_FILES, MESSAGE_MAX, TITLE_MAX };
 
 /** The body as the route received it (types already checked by its schema). */
 export interface RequestInput {

@@ -1,9 +1,9 @@
 // The shapes of the upload-request routes (docs/requests.md): the requester's at {base}/requests,
 // the outsider's page at {base}/requests/open, and the admin API's at {base}/admin/requests.
 // Components of openapi.json; the tests check every answer against them.
-import { Type } from 'typebox';
+import { type Static, Type } from 'typebox';
 import { closed, successFields } from '../../platform/http/schemas.js';
-import { MAX_INVITES, MAX_REQUEST_FILES, MESSAGE_MAX, TITLE_MAX } from './request-spec.js';
+import { MAX_INVITES, MAX_REQUEST_FILES, MESSAGE_MAX, TITLE_MAX } from './request-limits.js';
 
 export const REQUESTS_HANDLER = 'handlerRequests';
 export const ADMIN_REQUESTS_HANDLER = 'handlerAdminRequests';
@@ -68,6 +68,10 @@ const arrived = Type.Object(
   },
   closed,
 );
+
+/** (For the portal, type-only.) */
+export type UploadRequestBody = Static<typeof UploadRequest>;
+export type ArrivedFileBody = Static<typeof arrived>;
 
 const envelope = (handler: string) => ({ ...successFields(handler), user: Type.String() });
 

@@ -4,6 +4,7 @@
 import * as tus from 'tus-js-client';
 import type { FileEntryBody, RecipientStatusBody } from '../../../platform/http/schemas.js';
 import type { ApiKeyBody, CreatedKeyBody } from '../../keys/schemas-keys.js';
+import type { ArrivedFileBody, UploadRequestBody } from '../../requests/schemas-requests.js';
 import { config } from './config.js';
 import { t } from './i18n.js';
 import { endSession, getSession } from './session.js';
@@ -23,6 +24,9 @@ export type FileEntry = Omit<FileEntryBody, 'recipients'> & { recipients?: Recip
 export type ApiKey = ApiKeyBody;
 /** A key just made: its fields and, this once, the key itself. */
 export type CreatedApiKey = CreatedKeyBody;
+/** An upload request (docs/requests.md), and a file that arrived through one. */
+export type UploadRequest = UploadRequestBody;
+export type ArrivedFile = ArrivedFileBody;
 
 export class ApiError extends Error {
   constructor(

@@ -13,6 +13,7 @@ import { renderKeys } from './pages/keys.js';
 import { renderLanding } from './pages/landing.js';
 import { renderFileList } from './pages/lists.js';
 import { renderChange, renderRecovery } from './pages/password.js';
+import { renderRequests } from './pages/requests.js';
 import { renderSend } from './pages/send.js';
 import { renderSignIn } from './pages/sign-in.js';
 import { finishSingleSignOn, ssoCode } from './pages/sso.js';
@@ -59,6 +60,7 @@ function navigation(): HTMLElement {
         link('#/send', t('navSend')),
         link('#/received', t('navReceived')),
         link('#/backup', t('navBackup')),
+        link('#/requests', t('navRequests')),
         link('#/keys', t('navKeys')),
       ];
   return h('nav', { 'aria-label': t(admin ? 'adminNavLabel' : 'navLabel') }, h('ul', {}, links));
@@ -148,12 +150,13 @@ export function render(): void {
   else if (config.page === 'admin') renderAdmin(ctx);
   else {
     const r = route();
-    const needsSession = r === '/send' || r === '/received' || r === '/backup' || r === '/keys';
+    const needsSession = ['/send', '/received', '/backup', '/keys', '/requests'].includes(r);
     if (needsSession && !signedIn) renderSignIn(ctx);
     else if (r === '/send') renderSend(ctx);
     else if (r === '/received') renderFileList(ctx, 'area');
     else if (r === '/backup') renderFileList(ctx, 'backup');
     else if (r === '/keys') renderKeys(ctx);
+    else if (r === '/requests') renderRequests(ctx);
     else if (r === '/forgot') renderRecovery(ctx, 'forgot');
     else if (r === '/first-access') renderRecovery(ctx, 'first');
     else if (signedIn) renderSend(ctx);

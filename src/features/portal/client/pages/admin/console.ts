@@ -1,5 +1,5 @@
 // The admin console at {portal}admin (docs/admin.md): hash routes #/ (dashboard), #/users,
-// #/users/new, #/users/<name>, #/audit, #/transfers, #/transfers/<id>, #/outbox. For admins and
+// #/users/new, #/users/<name>, #/audit, #/transfers, #/transfers/<id>, #/outbox, #/requests. For admins and
 // auditors: the role comes from the admin API itself, so a signed-in `user` gets a refusal with
 // role="alert" and nothing else; an auditor gets every page without its change buttons.
 import { ApiError, errorText } from '../../api.js';
@@ -13,6 +13,7 @@ import type { AdminPage } from './admin-page.js';
 import { renderAudit } from './audit.js';
 import { renderDashboard } from './dashboard.js';
 import { renderOutbox } from './outbox.js';
+import { renderRequests } from './requests.js';
 import { renderTimeline } from './timeline.js';
 import { renderTransfers } from './transfers.js';
 import { renderUserCreate } from './user-create.js';
@@ -41,6 +42,7 @@ export function adminSections(): [hash: string, label: string][] {
     ['#/audit', t('navAudit')],
     ['#/transfers', t('navTransfers')],
     ['#/outbox', t('navOutbox')],
+    ['#/requests', t('navRequests')],
   ];
 }
 
@@ -63,6 +65,7 @@ function dispatch(page: AdminPage): void {
   else if (section === 'transfers' && id) renderTimeline(page, id);
   else if (section === 'transfers') renderTransfers(page);
   else if (section === 'outbox') renderOutbox(page);
+  else if (section === 'requests') renderRequests(page);
   else put(page.ctx.main, pageHeading(t('adminNavLabel')), notice('error', t('notFound')));
 }
 
