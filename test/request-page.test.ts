@@ -169,6 +169,22 @@ describe('the page of an upload request (Chromium, phone)', { skip: browserSkip(
     assert.equal(more.length, 0, 'exactly one message');
   });
 
+  test("the page is served with the portal's strict headers, without sign-in", async () => {
+    const res = await fetch(`${t.origin}/request?t=anything&lang=es`, { headers: { Accept: 'text/html' } });
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type') ?? '', /^text\/html/);
+    const csp = res.headers.get('content-security-policy') ?? '';
+    assert.match(csp, /script-src 'self'/);
+    assert.match(csp, /frame-ancestors 'none'/);
+    assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/);
+    assert.equal(res.headers.get('cache-control'), 'no-cache');
+    assert.equal(res.headers.get('x-frame-options'), 'DENY');
+    const body = await res.text();
+    assert.match(body, /<body data-page="request">/);
+    assert.match(body, /<html lang="es"/);
+    assert.doesNotMatch(body, /<script>|<style|style=/, 'no inline script or style');
+  });
+
   test('a closed request says so, in Spanish; an unknown link too', async () => {
     const made = await makeRequest(t, ANA, { title: 'Cerrada' });
     const closed = await call(`${t.base}/requests/${made.id}/close`, {
