@@ -120,9 +120,23 @@ describe('the page of an upload request (Chromium, phone)', { skip: browserSkip(
     const pin = /\b(\d{6})\b/.exec(pinMail.text ?? '')![1]!;
     await checkState(o, 'code-sent');
 
-    await page.getByLabel('Code', { exact: true }).fill(pin);
+    // A wrong code: said in words, nothing stored, the files stay chosen for the next Send.
+    const uploads = await rowCount(t, 'uploads');
+    await page.getByLabel('Code', { exact: true }).fill(pin === '000000' ? '111111' : '000000');
     await page.getByLabel('Choose files').setInputFiles([small[0]!, big, small[1]!]);
     await page.getByText('3 file(s) chosen: invoice-01.pdf, scan.bin, invoice-02.pdf').waitFor();
+    await page.getByRole('button', { name: 'Send files' }).click();
+    await page
+      .getByRole('alert')
+      .filter({
+        hasText:
+          'Wrong code. Check it, or ask for a new one. 3 file(s) were not sent. Correct what is said above and send them again.',
+      })
+      .waitFor();
+    assert.equal(await rowCount(t, 'uploads'), uploads);
+    await checkState(o, 'wrong-code');
+
+    await page.getByLabel('Code', { exact: true }).fill(pin);
     await page.getByRole('button', { name: 'Send files' }).click();
     await page
       .getByRole('heading', { name: 'Received', exact: true })

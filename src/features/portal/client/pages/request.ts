@@ -224,6 +224,10 @@ function form(info: RequestInfo): HTMLElement {
   );
 }
 
+/** Why a file was not sent, in its row: a refused code is explained once, under the form. */
+const CODE_WORDS: RequestWord[] = ['wrongCode', 'codeExpired', 'linkLocked', 'codeNeeded'];
+const rowReason = (word: RequestWord) => rt(CODE_WORDS.includes(word) ? 'codeRefused' : word);
+
 /** Sends the files one after another; a refusal about the PIN or the request stops the rest. */
 async function sendFiles(files: File[]): Promise<void> {
   visit.running = true;
@@ -241,7 +245,7 @@ async function sendFiles(files: File[]): Promise<void> {
   let stop: RequestWord | null = null;
   for (const u of batch) {
     if (stop) {
-      Object.assign(u, { state: 'failed', error: rt(stop) });
+      Object.assign(u, { state: 'failed', error: rowReason(stop) });
       u.redraw();
       continue;
     }
@@ -255,7 +259,7 @@ async function sendFiles(files: File[]): Promise<void> {
       Object.assign(u, { state: 'done', loaded: u.file.size });
     } catch (err) {
       const word = refusalWord(err);
-      Object.assign(u, { state: 'failed', loaded: 0, error: rt(word) });
+      Object.assign(u, { state: 'failed', loaded: 0, error: rowReason(word) });
       if (err instanceof UploadRefused && (err.status === 403 || err.status === 410 || err.status === 409))
         stop = word;
     }
