@@ -1,7 +1,7 @@
 // The browser portal, served by `remessa serve` itself at config.portalPath (the parent of
 // the API path): the HTML shell, the hashed JS/CSS bundle from dist/portal, the recipient landing
-// page for browsers opening a download link, the password-change page {base}/auth/change and the
-// admin console at {portal}admin.
+// page for browsers opening a download link, the password-change page {base}/auth/change, the
+// page of an upload request's link at {portal}request?t= and the admin console at {portal}admin.
 // Registered from src/platform/http/app.ts outside the API prefix. See docs/portal.md.
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -24,7 +24,7 @@ export const PORTAL_CSP = csp({
   base: ["'none'"],
 });
 
-type PageKind = 'app' | 'landing' | 'change' | 'admin';
+type PageKind = 'app' | 'landing' | 'change' | 'admin' | 'request';
 
 interface Manifest {
   js: string;
@@ -145,6 +145,8 @@ export async function portalRoutes(app: FastifyInstance): Promise<void> {
   // The admin console (docs/admin.md): the same bundle; the role is checked by the admin API.
   app.get(`${config.portalPath}admin`, page('admin'));
   app.get(`${config.apiPath}/auth/change`, page('change'));
+  // An upload request's link (docs/requests.md): no sign-in, the token in `t` is read by the page.
+  app.get(`${config.portalPath}request`, page('request'));
   app.addConstraintStrategy(browserPageStrategy);
   app.get(
     `${config.apiPath}/download/file`,

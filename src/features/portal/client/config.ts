@@ -1,6 +1,6 @@
 // Settings the server renders into <meta name="remessa-config"> (no inline script under the CSP).
 
-export type PageKind = 'app' | 'landing' | 'change' | 'admin';
+export type PageKind = 'app' | 'landing' | 'change' | 'admin' | 'request';
 
 export interface PortalConfig {
   /** Path of the API, e.g. /v1 or /directlink/v1 (same origin as the portal). */
@@ -29,7 +29,7 @@ function readConfig(): PortalConfig {
     idleMinutes: parsed.idleMinutes ?? 30,
     sso: parsed.sso ?? null,
     passwordLogin: parsed.passwordLogin !== false,
-    page: page === 'landing' || page === 'change' || page === 'admin' ? page : 'app',
+    page: page === 'landing' || page === 'change' || page === 'admin' || page === 'request' ? page : 'app',
   };
 }
 

@@ -1,6 +1,7 @@
 // Which language the portal speaks: lang query → the user's setting → the browser → REMESSA_LANG.
 // The recipient's landing page differs: its link carries the sender's language, so there the
-// recipient's own choice (the switcher) → the browser → the link's lang → REMESSA_LANG.
+// recipient's own choice (the switcher) → the browser → the link's lang → REMESSA_LANG. An upload
+// request's page has nobody signed in: lang query (the switcher writes it) → the browser → REMESSA_LANG.
 import { portalMe } from './api.js';
 import { config } from './config.js';
 import { browserLang, isLang, type Lang, setLang } from './i18n.js';
@@ -20,6 +21,7 @@ export function pickLang(): Lang {
     const chosen = sessionStorage.getItem(CHOSEN_LANG);
     return (isLang(chosen) ? chosen : null) ?? browserLang() ?? queryLang() ?? fallback;
   }
+  if (config.page === 'request') return queryLang() ?? browserLang() ?? fallback;
   const user = sessionStorage.getItem(USER_LANG);
   return queryLang() ?? (isLang(user) ? user : null) ?? browserLang() ?? fallback;
 }

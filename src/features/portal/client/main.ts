@@ -13,6 +13,7 @@ import { renderKeys } from './pages/keys.js';
 import { renderLanding } from './pages/landing.js';
 import { renderFileList } from './pages/lists.js';
 import { renderChange, renderRecovery } from './pages/password.js';
+import { renderRequest } from './pages/request.js';
 import { renderRequests } from './pages/requests.js';
 import { renderSend } from './pages/send.js';
 import { renderSignIn } from './pages/sign-in.js';
@@ -147,6 +148,7 @@ export function render(): void {
   if (code !== null && (config.page === 'app' || config.page === 'admin')) void finishSingleSignOn(ctx, code);
   else if (config.page === 'landing') renderLanding(ctx);
   else if (config.page === 'change') renderChange(ctx);
+  else if (config.page === 'request') renderRequest(ctx);
   else if (config.page === 'admin') renderAdmin(ctx);
   else {
     const r = route();
