@@ -10,14 +10,11 @@ import { after, before, describe, test } from 'node:test';
 import type { ParsedMail } from 'mailparser';
 import type { Browser, Page } from 'playwright-core';
 import {
+  assertPageChecks,
   browserSkip,
   launchBrowser,
   type OpenedPage,
   openPage,
-  PHONE,
-  screenshot,
-  scrollsSideways,
-  seriousAxeViolations,
 } from './helpers/browser.js';
 import { eventually, HttpPeer, MailSink } from './helpers/peers.js';
 import { basic, call, closeAll, startTestServer, type TestServer } from './helpers/server.js';
@@ -103,18 +100,7 @@ describe('admin console', { skip: browserSkip() }, () => {
   }
 
   /** axe on desktop and phone, no sideways scrolling, no CSP violation, screenshots. */
-  async function check(o: OpenedPage, name: string) {
-    const { page } = o;
-    await page.setViewportSize({ width: 1280, height: 800 });
-    assert.deepEqual(await seriousAxeViolations(page), [], `${name}: axe on desktop`);
-    await screenshot(page, `admin-${name}-desktop`);
-    await page.setViewportSize(PHONE);
-    assert.equal(await scrollsSideways(page), false, `${name}: no sideways scroll at 360 px`);
-    assert.deepEqual(await seriousAxeViolations(page), [], `${name}: axe on a phone`);
-    await screenshot(page, `admin-${name}-phone`);
-    await page.setViewportSize({ width: 1280, height: 800 });
-    assert.deepEqual(o.cspViolations, [], `${name}: CSP`);
-  }
+  const check = (o: OpenedPage, name: string) => assertPageChecks(o, `admin-${name}`);
 
   test('a plain user signed in gets a refusal with role="alert", nothing else', async () => {
     const o = await open();

@@ -8,15 +8,11 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import {
+  assertPageChecks,
   browserSkip,
-  DESKTOP,
   launchBrowser,
   type OpenedPage,
   openPage,
-  PHONE,
-  screenshot,
-  scrollsSideways,
-  seriousAxeViolations,
 } from './helpers/browser.js';
 import { makeKey, uploadStatus } from './helpers/keys.js';
 import { eventually } from './helpers/peers.js';
@@ -68,17 +64,7 @@ describe('API keys in the portal and the admin console', { skip: browserSkip() }
     await page.getByRole('button', { name: words[2]! }).click();
   }
   /** axe on desktop and phone, no sideways scrolling, no CSP violation, screenshots. */
-  async function check(o: OpenedPage, name: string) {
-    const { page } = o;
-    assert.deepEqual(await seriousAxeViolations(page), [], `${name}: axe on desktop`);
-    await screenshot(page, `keys-${name}-desktop`);
-    await page.setViewportSize(PHONE);
-    assert.equal(await scrollsSideways(page), false, `${name}: no sideways scroll at 360 px`);
-    assert.deepEqual(await seriousAxeViolations(page), [], `${name}: axe on a phone`);
-    await screenshot(page, `keys-${name}-phone`);
-    await page.setViewportSize(DESKTOP);
-    assert.deepEqual(o.cspViolations, [], `${name}: CSP`);
-  }
+  const check = (o: OpenedPage, name: string) => assertPageChecks(o, `keys-${name}`);
   async function keysOf(name: string): Promise<ListedKey[]> {
     const r = await call(`${t.base}/admin/keys?user=${name}`, {
       headers: { Authorization: basic('root', 'root-password') },

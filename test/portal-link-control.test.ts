@@ -8,15 +8,11 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import {
+  assertPageChecks,
   browserSkip,
-  DESKTOP,
   launchBrowser,
   type OpenedPage,
   openPage,
-  PHONE,
-  screenshot,
-  scrollsSideways,
-  seriousAxeViolations,
 } from './helpers/browser.js';
 import { downloadStatus, recipientToken, sendTo } from './helpers/links.js';
 import { eventually } from './helpers/peers.js';
@@ -54,17 +50,7 @@ describe('portal: control over sent links and files', { skip: browserSkip() }, (
   }
 
   /** axe on desktop and phone, no sideways scrolling, no CSP violation, screenshots. */
-  async function check(o: OpenedPage, name: string) {
-    const { page } = o;
-    assert.deepEqual(await seriousAxeViolations(page), [], `${name}: axe on desktop`);
-    await screenshot(page, `link-control-${name}-desktop`);
-    await page.setViewportSize(PHONE);
-    assert.equal(await scrollsSideways(page), false, `${name}: no sideways scroll at 360 px`);
-    assert.deepEqual(await seriousAxeViolations(page), [], `${name}: axe on a phone`);
-    await screenshot(page, `link-control-${name}-phone`);
-    await page.setViewportSize(DESKTOP);
-    assert.deepEqual(o.cspViolations, [], `${name}: CSP`);
-  }
+  const check = (o: OpenedPage, name: string) => assertPageChecks(o, `link-control-${name}`);
 
   const refusedAsExpired = async (token: string) => {
     const r = await call(`${t.base}/download/file?k=${encodeURIComponent(token)}`);

@@ -8,15 +8,11 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import {
+  assertPageChecks,
   browserSkip,
-  DESKTOP,
   launchBrowser,
   type OpenedPage,
   openPage,
-  PHONE,
-  screenshot,
-  scrollsSideways,
-  seriousAxeViolations,
 } from './helpers/browser.js';
 import { MailSink } from './helpers/peers.js';
 import { makeRequest, requestUpload, tokenOf } from './helpers/requests.js';
@@ -54,17 +50,7 @@ describe('upload requests in the portal and the admin console', { skip: browserS
     await page.getByRole('button', { name: 'Sign in' }).click();
   }
   /** axe on desktop and phone, no sideways scrolling, no CSP violation, screenshots. */
-  async function check(o: OpenedPage, name: string) {
-    const { page } = o;
-    assert.deepEqual(await seriousAxeViolations(page), [], `${name}: axe on desktop`);
-    await screenshot(page, `requests-${name}-desktop`);
-    await page.setViewportSize(PHONE);
-    assert.equal(await scrollsSideways(page), false, `${name}: no sideways scroll at 360 px`);
-    assert.deepEqual(await seriousAxeViolations(page), [], `${name}: axe on a phone`);
-    await screenshot(page, `requests-${name}-phone`);
-    await page.setViewportSize(DESKTOP);
-    assert.deepEqual(o.cspViolations, [], `${name}: CSP`);
-  }
+  const check = (o: OpenedPage, name: string) => assertPageChecks(o, `requests-${name}`);
   const card = (page: Page, title: string) =>
     page.locator('article.request', { has: page.getByRole('heading', { name: title, level: 3 }) });
 

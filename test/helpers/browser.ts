@@ -1,5 +1,6 @@
 // Real-browser helpers for portal tests: Debian's Chromium driven by playwright-core (never a
 // downloaded browser), CSP-violation capture, an axe-core scan and screenshots under test-results/.
+import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -117,4 +118,22 @@ export async function scrollsSideways(page: Page): Promise<boolean> {
 export async function screenshot(page: Page, name: string): Promise<void> {
   mkdirSync(SHOTS, { recursive: true });
   await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+/**
+ * What every page of the portal must pass, where it stands now: no serious axe violation on a
+ * desktop and on a phone, no sideways scrolling at 360 px, no CSP violation so far; screenshots
+ * `<name>-desktop` and `<name>-phone`. The page is left at desktop size.
+ */
+export async function assertPageChecks(o: OpenedPage, name: string): Promise<void> {
+  const { page } = o;
+  await page.setViewportSize(DESKTOP);
+  assert.deepEqual(await seriousAxeViolations(page), [], `${name}: axe on desktop`);
+  await screenshot(page, `${name}-desktop`);
+  await page.setViewportSize(PHONE);
+  assert.equal(await scrollsSideways(page), false, `${name}: no sideways scroll at 360 px`);
+  assert.deepEqual(await seriousAxeViolations(page), [], `${name}: axe on a phone`);
+  await screenshot(page, `${name}-phone`);
+  await page.setViewportSize(DESKTOP);
+  assert.deepEqual(o.cspViolations, [], `${name}: CSP`);
 }

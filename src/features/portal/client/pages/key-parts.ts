@@ -2,12 +2,14 @@
 // admin console (admin/user-keys.ts): the list with each key's state and, where the viewer may,
 // Revoke after a confirmation; the form that makes a key; the new key shown once, with Copy and
 // an example of its use.
+
 import { SCOPES, type Scope } from '../../../keys/api-keys.js';
 import { type ApiKey, type CreatedApiKey, errorText } from '../api.js';
 import { config } from '../config.js';
 import { field, h, nextId, notice, say, swap } from '../dom.js';
 import { type MessageKey, t } from '../i18n.js';
 import { badge, type Column, dataTable, timeCell } from './admin/ui.js';
+import { confirmInSlot } from './confirm.js';
 import { copy } from './send-rows.js';
 
 const SCOPE_LABEL: Record<Scope, MessageKey> = {
@@ -56,33 +58,18 @@ export interface KeyListOptions {
 }
 
 function revokeConfirm(o: KeyListOptions, k: ApiKey, slot: HTMLElement, done: () => void): void {
-  const yes = h('button', { type: 'button', class: 'danger' }, t('revokeYes', { name: k.name }));
-  const no = h('button', { type: 'button', class: 'secondary' }, t('cancel'));
-  no.addEventListener('click', () => swap(slot));
-  yes.addEventListener('click', () => {
-    yes.disabled = true;
-    o.revoke?.(k.id).then(
-      () => {
-        swap(slot);
-        say(o.status, 'success', t('keyRevokedDone', { name: k.name }));
-        done();
-      },
-      (err: unknown) => {
-        yes.disabled = false;
-        say(o.status, 'error', errorText(err));
-      },
-    );
+  confirmInSlot(slot, {
+    label: t('revoke'),
+    question: t('revokeConfirm', { name: k.name }),
+    yes: t('revokeYes', { name: k.name }),
+    status: o.status,
+    act: async () => {
+      await o.revoke?.(k.id);
+      swap(slot);
+      say(o.status, 'success', t('keyRevokedDone', { name: k.name }));
+      done();
+    },
   });
-  swap(
-    slot,
-    h(
-      'div',
-      { class: 'confirm', role: 'group', 'aria-label': t('revoke') },
-      h('p', {}, t('revokeConfirm', { name: k.name })),
-      h('div', { class: 'actions' }, yes, no),
-    ),
-  );
-  yes.focus();
 }
 
 /** The keys as a table (cards on a phone), loaded now and again by `reload()`. */

@@ -2,11 +2,13 @@
 // console's (admin/requests.ts): each request as a card (its state, what arrived, its limits and
 // expiry), its links with Copy while it is open, the files that arrived (loaded when opened), and
 // Close after a confirmation where the viewer may.
+
 import { type ArrivedFile, errorText, type UploadRequest } from '../api.js';
 import { field, h, nextId, notice, say, swap } from '../dom.js';
 import { formatSize } from '../format.js';
 import { type MessageKey, t } from '../i18n.js';
 import { badge, timeCell } from './admin/ui.js';
+import { confirmInSlot } from './confirm.js';
 import { copy } from './send-rows.js';
 
 const STATE: Record<UploadRequest['state'], [MessageKey, 'ok' | 'muted' | 'bad']> = {
@@ -53,33 +55,18 @@ export function linkToShare(link: UploadRequest['links'][number]): HTMLElement {
 }
 
 function closeConfirm(o: RequestListOptions, r: UploadRequest, slot: HTMLElement, done: () => void): void {
-  const yes = h('button', { type: 'button', class: 'danger' }, t('closeRequestYes', { title: r.title }));
-  const no = h('button', { type: 'button', class: 'secondary' }, t('cancel'));
-  no.addEventListener('click', () => swap(slot));
-  yes.addEventListener('click', () => {
-    yes.disabled = true;
-    o.close?.(r.id).then(
-      () => {
-        swap(slot);
-        say(o.status, 'success', t('requestClosedDone', { title: r.title }));
-        done();
-      },
-      (err: unknown) => {
-        yes.disabled = false;
-        say(o.status, 'error', errorText(err));
-      },
-    );
+  confirmInSlot(slot, {
+    label: t('closeRequest'),
+    question: t('closeRequestConfirm', { title: r.title }),
+    yes: t('closeRequestYes', { title: r.title }),
+    status: o.status,
+    act: async () => {
+      await o.close?.(r.id);
+      swap(slot);
+      say(o.status, 'success', t('requestClosedDone', { title: r.title }));
+      done();
+    },
   });
-  swap(
-    slot,
-    h(
-      'div',
-      { class: 'confirm', role: 'group', 'aria-label': t('closeRequest') },
-      h('p', {}, t('closeRequestConfirm', { title: r.title })),
-      h('div', { class: 'actions' }, yes, no),
-    ),
-  );
-  yes.focus();
 }
 
 /** What arrived, loaded the first time the disclosure opens. */

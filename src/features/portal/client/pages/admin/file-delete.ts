@@ -1,9 +1,10 @@
 // An admin deletes a file now (DELETE {base}/admin/files/{id}), from the transfers list or a file's
 // timeline, after a confirmation; an auditor gets no button. The page is drawn again with what
 // happened at its top (a deleted file leaves the list: it has no purge row).
-import { errorText } from '../../api.js';
-import { h, say, swap } from '../../dom.js';
+
+import { h } from '../../dom.js';
 import { t } from '../../i18n.js';
+import { confirmInSlot } from '../confirm.js';
 import { admin, type Transfer } from './admin-api.js';
 import { type AdminPage, canChange, carryNotice } from './admin-page.js';
 
@@ -18,35 +19,18 @@ export interface DeleteSlots {
 
 function confirmDelete(page: AdminPage, f: Transfer, slots: DeleteSlots, opener: HTMLElement, after: string) {
   const name = fileLabelOf(f);
-  const yes = h('button', { type: 'button', class: 'danger' }, t('deleteNow'));
-  const no = h('button', { type: 'button', class: 'secondary' }, t('cancel'));
-  no.addEventListener('click', () => {
-    swap(slots.confirm);
-    opener.focus();
+  confirmInSlot(slots.confirm, {
+    label: t('deleteNow'),
+    question: t('adminDeleteConfirm', { name, owner: f.owner ?? t('none') }),
+    yes: t('deleteNow'),
+    status: slots.status,
+    back: opener,
+    act: async () => {
+      await admin(`/files/${f.id}`, { method: 'DELETE' });
+      carryNotice(t('fileDeleted', { name }));
+      page.ctx.go(after);
+    },
   });
-  yes.addEventListener('click', () => {
-    yes.disabled = true;
-    admin(`/files/${f.id}`, { method: 'DELETE' }).then(
-      () => {
-        carryNotice(t('fileDeleted', { name }));
-        page.ctx.go(after);
-      },
-      (err: unknown) => {
-        yes.disabled = false;
-        say(slots.status, 'error', errorText(err));
-      },
-    );
-  });
-  swap(
-    slots.confirm,
-    h(
-      'div',
-      { class: 'confirm', role: 'group', 'aria-label': t('deleteNow') },
-      h('p', {}, t('adminDeleteConfirm', { name, owner: f.owner ?? t('none') })),
-      h('div', { class: 'actions' }, yes, no),
-    ),
-  );
-  yes.focus();
 }
 
 /**

@@ -2,10 +2,12 @@
 // contact and language (PATCH), disables or enables it, unlocks it, sends a password reset, or
 // removes it after a confirmation. Below, the account's API keys (user-keys.ts). An auditor sees
 // the same page without the forms and buttons.
+
 import { ApiError, errorText } from '../../api.js';
 import { field, h, notice, put, say, swap } from '../../dom.js';
 import { formatSize } from '../../format.js';
 import { isLang, LANG_NAMES, type MessageKey, t } from '../../i18n.js';
+import { confirmInSlot } from '../confirm.js';
 import { accountOf, admin, type UserDetail } from './admin-api.js';
 import { type AdminPage, canChange, carryNotice, pageTop } from './admin-page.js';
 import { timeCell } from './ui.js';
@@ -138,39 +140,19 @@ function contactForm(c: Ctx, u: UserDetail): HTMLElement {
 }
 
 function removeConfirm(c: Ctx, slot: HTMLElement, removeButton: HTMLButtonElement): void {
-  const yes = h('button', { type: 'button', class: 'danger' }, t('removeYes', { name: c.name }));
-  const no = h('button', { type: 'button', class: 'secondary' }, t('cancel'));
-  no.addEventListener('click', () => {
-    swap(slot);
-    removeButton.focus();
+  confirmInSlot(slot, {
+    label: t('remove'),
+    question: t('removeConfirm', { name: c.name }),
+    yes: t('removeYes', { name: c.name }),
+    status: c.status,
+    back: removeButton,
+    errorWords: (err) => (err instanceof ApiError && err.status === 409 ? t('lastAdmin') : errorText(err)),
+    act: async () => {
+      await admin(c.path, { method: 'DELETE' });
+      carryNotice(t('removed', { name: c.name }));
+      c.page.ctx.go('#/users');
+    },
   });
-  yes.addEventListener('click', () => {
-    yes.disabled = true;
-    admin(c.path, { method: 'DELETE' }).then(
-      () => {
-        carryNotice(t('removed', { name: c.name }));
-        c.page.ctx.go('#/users');
-      },
-      (err: unknown) => {
-        yes.disabled = false;
-        say(
-          c.status,
-          'error',
-          err instanceof ApiError && err.status === 409 ? t('lastAdmin') : errorText(err),
-        );
-      },
-    );
-  });
-  swap(
-    slot,
-    h(
-      'div',
-      { class: 'confirm', role: 'group', 'aria-label': t('remove') },
-      h('p', {}, t('removeConfirm', { name: c.name })),
-      h('div', { class: 'actions' }, yes, no),
-    ),
-  );
-  yes.focus();
 }
 
 function accountActions(c: Ctx, u: UserDetail): HTMLElement {
