@@ -3,6 +3,7 @@
 // and only the owner's link may ask. The same from the command line.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { loadConfig } from '../src/app/config.js';
 import { admin, auditRows, bearer } from './helpers/admin.js';
 import { run } from './helpers/cli.js';
 import { footprint } from './helpers/files.js';
@@ -20,8 +21,8 @@ const EXPIRED = 'invalid or expired download link';
 const ANA = 'ana@example.com';
 const BOB = 'bob@example.com';
 
-async function setup(ctx: Parameters<typeof serverFor>[0]) {
-  const t = await serverFor(ctx, { env: { REMESSA_RECIPIENT_PIN: 'false' } });
+async function setup(ctx: Parameters<typeof serverFor>[0], env: Record<string, string> = {}) {
+  const t = await serverFor(ctx, { env: { REMESSA_RECIPIENT_PIN: 'false', ...env } });
   await t.createUser('alice', 'alice-password-1');
   const sent = await sendTo(t, [ANA, BOB]);
   return { t, sent, ana: await recipientToken(t, sent.id, ANA), bob: await recipientToken(t, sent.id, BOB) };
@@ -91,6 +92,23 @@ describe('link control', () => {
     for (let i = 0; i < 3; i++) assert.equal(await downloadStatus(t, sent.k), 200);
     assert.equal((await changeLink(t, sent.k, { maxDownloads: null }, BOB)).status, 200);
     assert.equal(await downloadStatus(t, bob), 200);
+  });
+
+  test('REMESSA_LINK_MAX_DOWNLOADS: every new recipient link starts with that limit', async (ctx) => {
+    const { t, sent, ana } = await setup(ctx, { REMESSA_LINK_MAX_DOWNLOADS: '1' });
+    const status = await call(`${t.base}/download/status?k=${sent.k}`);
+    assert.deepEqual(
+      (status.body['recipients'] as { maxDownloads: number }[]).map((r) => r.maxDownloads),
+      [1, 1],
+    );
+    assert.equal(await downloadStatus(t, ana), 200);
+    await refusedAsExpired(t, ana);
+    for (let i = 0; i < 2; i++)
+      assert.equal(await downloadStatus(t, sent.k), 200, "the owner's link has no limit");
+    assert.throws(
+      () => loadConfig({ REMESSA_LINK_MAX_DOWNLOADS: '0' }),
+      /REMESSA_LINK_MAX_DOWNLOADS must be between 1/,
+    );
   });
 
   test("a link's own expiry, and the file's", async (ctx) => {

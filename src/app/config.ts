@@ -4,6 +4,7 @@
 import { isIP } from 'node:net';
 import path from 'node:path';
 import type { Role } from '../features/users/roles.js';
+import { type LinkDefaultsConfig, linkSettings } from './config-links.js';
 import { oidcSettings } from './config-oidc.js';
 import { type QuotaConfig, quotaSettings } from './config-quotas.js';
 import { ConfigError, loadFileSource, parseSize, Reader, type Source } from './config-reader.js';
@@ -13,7 +14,7 @@ export { ConfigError };
 export type Lang = 'pt' | 'en' | 'es';
 export const LANGS: readonly Lang[] = ['pt', 'en', 'es'];
 
-export interface Config extends QuotaConfig {
+export interface Config extends QuotaConfig, LinkDefaultsConfig {
   port: number;
   host: string;
   /** REMESSA_BASE_URL without trailing slash, e.g. http://localhost:8080/v1 */
@@ -263,6 +264,7 @@ export function loadConfig(env: Source = process.env): Config {
     ...limitSettings(r, checked.trustProxy),
     oidc: oidcSettings(r),
     ...quotaSettings(r),
+    ...linkSettings(r),
   };
 }
 

@@ -1,6 +1,7 @@
 // Download links of files: issuing a link's token, resolving a token to its file, and listing an
 // area with the token of each file's link.
 
+import type { Config } from '../../app/config.js';
 import type { Clock } from '../../platform/clock.js';
 import { invalid, unauthorized } from '../../platform/errors.js';
 import { type Keys, randomToken, sha256 } from '../../platform/security/keys.js';
@@ -35,6 +36,7 @@ export interface FileLinkDeps {
   store: FileStore;
   keys: Keys;
   clock: Clock;
+  config: Pick<Config, 'linkMaxDownloads'>;
 }
 
 export class FileLinks {
@@ -56,6 +58,8 @@ export class FileLinks {
       recipientEmail: recipient.email ?? null,
       recipientMobile: recipient.mobile ?? null,
       createdAt: this.d.clock.now(),
+      // Recipient links start with the installation's default limit; the owner's is never limited.
+      maxDownloads: kind === 'recipient' ? this.d.config.linkMaxDownloads : null,
     });
     return { link, token };
   }

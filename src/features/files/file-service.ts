@@ -36,6 +36,7 @@ export interface FileDeps {
   config: Pick<
     Config,
     | 'linkDays'
+    | 'linkMaxDownloads'
     | 'backupDays'
     | 'maxFileSize'
     | 'quotaDefault'

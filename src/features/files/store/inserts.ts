@@ -32,6 +32,8 @@ export interface NewLink {
   recipientEmail?: string | null;
   recipientMobile?: string | null;
   createdAt: number;
+  /** A recipient link's download limit; null: none. */
+  maxDownloads?: number | null;
 }
 
 /** Names tried by exact lookup before scanning the area: "a.txt" to "a (15).txt". */
@@ -162,6 +164,7 @@ export class FileInserts {
         recipientEmail: l.recipientEmail ?? null,
         recipientMobile: l.recipientMobile ?? null,
         createdAt: l.createdAt,
+        maxDownloads: l.maxDownloads ?? null,
       },
       trx,
     );
@@ -224,7 +227,7 @@ function compileInsertLink(db: Db) {
         downloads: 0,
         created_at: param('createdAt'),
         expires_at: null,
-        max_downloads: null,
+        max_downloads: param('maxDownloads'),
       })
       .returningAll(),
   );
