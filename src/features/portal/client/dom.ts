@@ -104,6 +104,31 @@ export function cardForm(
   return h('form', { class: 'card narrow', novalidate: true, onsubmit }, ...children);
 }
 
+/** Label and value rows as a description list, then a sender's message under its caption. */
+export function detailsBox(
+  attrs: Attrs,
+  rows: [string, string][],
+  message: { caption: string; text: string } | null,
+): HTMLDivElement {
+  return h(
+    'div',
+    attrs,
+    h(
+      'dl',
+      { class: 'details' },
+      rows.map(([k, v]) => h('div', {}, h('dt', {}, k), h('dd', {}, v))),
+    ),
+    message
+      ? h(
+          'figure',
+          { class: 'message' },
+          h('figcaption', {}, message.caption),
+          h('blockquote', {}, message.text),
+        )
+      : null,
+  );
+}
+
 /** The page's h1 (focusable, so route changes can move focus to it) and the document title. */
 export function pageHeading(text: string): HTMLHeadingElement {
   document.title = `${text} · Remessa`;

@@ -2,7 +2,7 @@
 // Details come from (ext) GET {base}/download/info?k= (docs/portal.md). Secure links: "Send code"
 // (POST {base}/download/pin?k=), a Code field, then Download (GET …&k=&p=CODE&dl=1).
 import { ApiError, apiUrl, call, errorText } from '../api.js';
-import { field, h, notice, pageHeading, put, say, swap } from '../dom.js';
+import { detailsBox, field, h, notice, pageHeading, put, say, swap } from '../dom.js';
 import { formatDate, formatSize, toMillis } from '../format.js';
 import { currentLang, t } from '../i18n.js';
 import type { PageContext } from '../page-context.js';
@@ -29,23 +29,7 @@ function details(file: FileInfo): HTMLElement {
   if (file.sender) rows.push([t('from'), file.sender]);
   const expires = toMillis(file.expires);
   if (expires !== null) rows.push([t('expires'), formatDate(expires)]);
-  return h(
-    'div',
-    {},
-    h(
-      'dl',
-      { class: 'details' },
-      rows.map(([k, v]) => h('div', {}, h('dt', {}, k), h('dd', {}, v))),
-    ),
-    file.message
-      ? h(
-          'figure',
-          { class: 'message' },
-          h('figcaption', {}, t('message')),
-          h('blockquote', {}, file.message),
-        )
-      : null,
-  );
+  return detailsBox({}, rows, file.message ? { caption: t('message'), text: file.message } : null);
 }
 
 function form(k: string, info: Known): HTMLElement {

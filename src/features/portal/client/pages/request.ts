@@ -4,7 +4,7 @@
 // (request-upload.ts), checked against the limits before any byte leaves. Nobody signs in.
 // The visit's state lives at module level, so a language switch redraws it without losing uploads.
 import { ApiError, call } from '../api.js';
-import { field, h, nextId, notice, pageHeading, put, say, swap } from '../dom.js';
+import { detailsBox, field, h, nextId, notice, pageHeading, put, say, swap } from '../dom.js';
 import { formatDate, formatSize } from '../format.js';
 import { currentLang, t } from '../i18n.js';
 import type { PageContext } from '../page-context.js';
@@ -80,22 +80,10 @@ function details(info: RequestInfo): HTMLElement {
       rt('totalLeftValue', { left: formatSize(left.bytes), max: formatSize(limits.maxTotalBytes) }),
     ],
   ];
-  return h(
-    'div',
+  return detailsBox(
     { class: 'card' },
-    h(
-      'dl',
-      { class: 'details' },
-      rows.map(([k, v]) => h('div', {}, h('dt', {}, k), h('dd', {}, v))),
-    ),
-    info.message
-      ? h(
-          'figure',
-          { class: 'message' },
-          h('figcaption', {}, rt('message')),
-          h('blockquote', {}, info.message),
-        )
-      : null,
+    rows,
+    info.message ? { caption: rt('message'), text: info.message } : null,
   );
 }
 
