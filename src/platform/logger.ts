@@ -5,7 +5,8 @@ import { type Logger, pino } from 'pino';
 
 export type { Logger };
 
-const SECRET_PARAMS = new Set(['k', 'p', 'z', 'password', 'pin', 'token', 'access_token']);
+// t: an upload request's link token.
+const SECRET_PARAMS = new Set(['k', 'p', 'z', 't', 'password', 'pin', 'token', 'access_token']);
 
 /**
  * Values that look like secrets wherever they stand (path, odd parameter spellings such as `k%00=`
