@@ -61,7 +61,10 @@ describe('upload requests', { timeout: 120_000 }, () => {
 
     const page = await call(`${t.base}/requests/open?t=${made.token}`);
     assert.equal(page.status, 200);
-    assert.ok(t.logs.some((l) => l.includes('/requests/open?t=[REDACTED]')), 'the page is logged');
+    assert.ok(
+      t.logs.some((l) => l.includes('/requests/open?t=[REDACTED]')),
+      'the page is logged',
+    );
     assert.ok(!t.logs.some((l) => l.includes(made.token)), 'its token is not');
     const p = page.body['request'] as Record<string, unknown>;
     assert.equal(p['title'], 'Invoices');
