@@ -8,13 +8,14 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
 import type { ParsedMail } from 'mailparser';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import {
   assertPageChecks,
   browserSkip,
   launchBrowser,
   type OpenedPage,
   openPage,
+  signInWithPassword,
 } from './helpers/browser.js';
 import { eventually, HttpPeer, MailSink } from './helpers/peers.js';
 import { basic, call, closeAll, startTestServer, type TestServer } from './helpers/server.js';
@@ -93,19 +94,13 @@ describe('admin console', { skip: browserSkip() }, () => {
     return o;
   }
 
-  async function signIn(page: Page, user: string, password: string) {
-    await page.getByLabel('Username').fill(user);
-    await page.getByLabel('Password', { exact: true }).fill(password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-  }
-
   /** axe on desktop and phone, no sideways scrolling, no CSP violation, screenshots. */
   const check = (o: OpenedPage, name: string) => assertPageChecks(o, `admin-${name}`);
 
   test('a plain user signed in gets a refusal with role="alert", nothing else', async () => {
     const o = await open();
     await o.page.goto(`${t.origin}/admin?lang=en`);
-    await signIn(o.page, 'mere', 'mere-password');
+    await signInWithPassword(o.page, 'mere', 'mere-password');
     const alert = o.page.getByRole('alert');
     await alert.getByText('The administration console is for administrators and auditors').waitFor();
     assert.match(await alert.innerText(), /\(mere\)/);
@@ -118,7 +113,7 @@ describe('admin console', { skip: browserSkip() }, () => {
     await page.goto(`${t.origin}/admin?lang=en#/users`);
     // Not signed in: the sign-in form, then back to the page asked for.
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
-    await signIn(page, 'root', 'root-password');
+    await signInWithPassword(page, 'root', 'root-password');
     await page.getByRole('heading', { name: 'Users' }).waitFor();
     await page.getByRole('cell', { name: 'mere', exact: true }).waitFor();
     await check(admin, 'users');
@@ -308,7 +303,7 @@ describe('admin console', { skip: browserSkip() }, () => {
     const o = await open();
     const { page } = o;
     await page.goto(`${t.origin}/admin?lang=en#/users/nina`);
-    await signIn(page, 'audra', 'audra-password');
+    await signInWithPassword(page, 'audra', 'audra-password');
     await page.getByRole('heading', { name: 'User nina' }).waitFor();
     await page.getByText('You are signed in as an auditor').first().waitFor();
     await page.getByText('nina@example.com').waitFor();

@@ -13,6 +13,7 @@ import {
   launchBrowser,
   type OpenedPage,
   openPage,
+  signInWithPassword,
 } from './helpers/browser.js';
 import { makeKey, uploadStatus } from './helpers/keys.js';
 import { eventually } from './helpers/peers.js';
@@ -53,16 +54,6 @@ describe('API keys in the portal and the admin console', { skip: browserSkip() }
     await o.page.goto(url);
     return o;
   }
-  async function signIn(
-    page: Page,
-    user: string,
-    password: string,
-    words = ['Username', 'Password', 'Sign in'],
-  ) {
-    await page.getByLabel(words[0]!).fill(user);
-    await page.getByLabel(words[1]!, { exact: true }).fill(password);
-    await page.getByRole('button', { name: words[2]! }).click();
-  }
   /** axe on desktop and phone, no sideways scrolling, no CSP violation, screenshots. */
   const check = (o: OpenedPage, name: string) => assertPageChecks(o, `keys-${name}`);
   async function keysOf(name: string): Promise<ListedKey[]> {
@@ -96,7 +87,7 @@ describe('API keys in the portal and the admin console', { skip: browserSkip() }
   test('a user makes an upload key with an expiry, uses it, sees its last use and revokes it', async () => {
     const o = await open(`${t.origin}/?lang=en`);
     const { page } = o;
-    await signIn(page, 'alice', 'alice-password');
+    await signInWithPassword(page, 'alice', 'alice-password');
     await page.getByRole('navigation').getByRole('link', { name: 'API keys' }).click();
     await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();
     await page.getByText('No API keys yet.').waitFor();
@@ -169,7 +160,7 @@ describe('API keys in the portal and the admin console', { skip: browserSkip() }
 
   test('es: the page in Spanish', async () => {
     const { page } = await open(`${t.origin}/?lang=es#/keys`, 'es-ES');
-    await signIn(page, 'pedro', 'pedro-password', ['Usuario', 'Contraseña', 'Iniciar sesión']);
+    await signInWithPassword(page, 'pedro', 'pedro-password', ['Usuario', 'Contraseña', 'Iniciar sesión']);
     await page.getByRole('navigation').getByRole('link', { name: 'Claves de API' }).click();
     await page.getByRole('heading', { name: 'Claves de API', level: 1 }).waitFor();
     await page.getByText('Todavía no hay claves de API.').waitFor();
@@ -178,7 +169,7 @@ describe('API keys in the portal and the admin console', { skip: browserSkip() }
   test('an admin makes a key for another account in the console and revokes it', async () => {
     const o = await open(`${t.origin}/admin?lang=en#/users/alice`);
     const { page } = o;
-    await signIn(page, 'root', 'root-password');
+    await signInWithPassword(page, 'root', 'root-password');
     await page.getByRole('heading', { name: 'User alice' }).waitFor();
     await cell(page, 'nightly upload', 'State').getByText('Revoked').waitFor();
     const form = page.getByRole('region', { name: 'Create key for this user' });
@@ -204,7 +195,7 @@ describe('API keys in the portal and the admin console', { skip: browserSkip() }
     await makeKey(t, basic('alice', 'alice-password'), { name: 'still active' });
     const o = await open(`${t.origin}/admin?lang=en#/users/alice`);
     const { page } = o;
-    await signIn(page, 'audra', 'audra-password');
+    await signInWithPassword(page, 'audra', 'audra-password');
     await page.getByRole('heading', { name: 'User alice' }).waitFor();
     await cell(page, 'erp export', 'State').getByText('Revoked').waitFor();
     await cell(page, 'nightly upload', 'Rights').getByText('Upload files').waitFor();

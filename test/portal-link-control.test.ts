@@ -13,6 +13,7 @@ import {
   launchBrowser,
   type OpenedPage,
   openPage,
+  signInWithPassword,
 } from './helpers/browser.js';
 import { downloadStatus, recipientToken, sendTo } from './helpers/links.js';
 import { eventually } from './helpers/peers.js';
@@ -43,9 +44,7 @@ describe('portal: control over sent links and files', { skip: browserSkip() }, (
     const o = await openPage(browser, { locale: 'en-US' });
     opened.push(o);
     await o.page.goto(url);
-    await o.page.getByLabel('Username').fill(user);
-    await o.page.getByLabel('Password', { exact: true }).fill(password);
-    await o.page.getByRole('button', { name: 'Sign in' }).click();
+    await signInWithPassword(o.page, user, password);
     return o;
   }
 

@@ -13,6 +13,7 @@ import {
   launchBrowser,
   type OpenedPage,
   openPage,
+  signInWithPassword,
 } from './helpers/browser.js';
 import { MailSink } from './helpers/peers.js';
 import { makeRequest, requestUpload, tokenOf } from './helpers/requests.js';
@@ -44,11 +45,6 @@ describe('upload requests in the portal and the admin console', { skip: browserS
     await o.page.goto(url);
     return o;
   }
-  async function signIn(page: Page, user: string, password: string) {
-    await page.getByLabel('Username').fill(user);
-    await page.getByLabel('Password', { exact: true }).fill(password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-  }
   /** axe on desktop and phone, no sideways scrolling, no CSP violation, screenshots. */
   const check = (o: OpenedPage, name: string) => assertPageChecks(o, `requests-${name}`);
   const card = (page: Page, title: string) =>
@@ -57,7 +53,7 @@ describe('upload requests in the portal and the admin console', { skip: browserS
   test('a user asks for files, shares the link, sees what arrived and closes the request', async () => {
     const o = await open(`${t.origin}/?lang=en`);
     const { page } = o;
-    await signIn(page, 'alice', 'alice-password');
+    await signInWithPassword(page, 'alice', 'alice-password');
     await page.getByRole('navigation').getByRole('link', { name: 'Requests' }).click();
     await page.getByRole('heading', { name: 'Upload requests', level: 1 }).waitFor();
     await page.getByText('No requests yet.').waitFor();
@@ -108,7 +104,7 @@ describe('upload requests in the portal and the admin console', { skip: browserS
   test('the console: an admin closes any request, an auditor reads without Close', async () => {
     const made = await makeRequest(t, basic('alice', 'alice-password'), { title: 'For the console' });
     const auditor = await open(`${t.origin}/admin?lang=en#/requests`);
-    await signIn(auditor.page, 'audra', 'audra-password');
+    await signInWithPassword(auditor.page, 'audra', 'audra-password');
     const seen = card(auditor.page, 'For the console Open');
     await seen.waitFor();
     await seen.getByText('alice', { exact: true }).waitFor();
@@ -117,7 +113,7 @@ describe('upload requests in the portal and the admin console', { skip: browserS
 
     const o = await open(`${t.origin}/admin?lang=en#/requests`);
     const { page } = o;
-    await signIn(page, 'root', 'root-password');
+    await signInWithPassword(page, 'root', 'root-password');
     const listed = card(page, 'For the console Open');
     await listed.getByRole('button', { name: 'Close For the console' }).click();
     await page.getByRole('button', { name: 'Close “For the console”' }).click();

@@ -4,7 +4,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
-import { CLIENT_ID, cookiesOf, type FakeProvider, startFakeProvider } from './helpers/oidc-provider.js';
+import {
+  type FakeProvider,
+  fakeProviderEnv,
+  signInThroughFake,
+  startFakeProvider,
+} from './helpers/oidc-provider.js';
 import { closeAll, startTestServer, type TestServer } from './helpers/server.js';
 import { trade, userNames } from './helpers/sso.js';
 
@@ -33,13 +38,7 @@ describe(`single sign-on under hostile input (seed ${SEED})`, () => {
   let fake: FakeProvider;
   before(async () => {
     fake = await startFakeProvider();
-    t = await startTestServer({
-      env: {
-        REMESSA_OIDC_ISSUER: fake.issuer,
-        REMESSA_OIDC_CLIENT_ID: CLIENT_ID,
-        REMESSA_OIDC_CREATE_USERS: 'true',
-      },
-    });
+    t = await startTestServer({ env: fakeProviderEnv(fake) });
   });
   after(() => closeAll(t, fake));
 
@@ -121,12 +120,7 @@ describe(`single sign-on under hostile input (seed ${SEED})`, () => {
     t.clock.advance(61_000);
     fake.mode = 'good';
     fake.claims = { sub: 'fuzz-1', preferred_username: 'fuzzed' };
-    const start = await fetch(`${t.base}/auth/oidc/start`, { redirect: 'manual' });
-    const authorize = await fetch(start.headers.get('location')!, { redirect: 'manual' });
-    const res = await fetch(authorize.headers.get('location')!, {
-      redirect: 'manual',
-      headers: { cookie: cookiesOf(start) },
-    });
+    const res = await signInThroughFake(t.base);
     assert.equal(res.status, 302);
     assert.equal((await trade(t, res.headers.get('location')!)).body['user'], 'fuzzed');
     assert.deepEqual(

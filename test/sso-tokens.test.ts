@@ -6,22 +6,14 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import {
   CLIENT_ID,
-  cookiesOf,
   type FakeMode,
   type FakeProvider,
+  fakeProviderEnv,
+  signInThroughFake,
   startFakeProvider,
 } from './helpers/oidc-provider.js';
 import { closeAll, freePort, startTestServer, type TestServer } from './helpers/server.js';
 import { assertFailurePage, trade, userNames } from './helpers/sso.js';
-
-/** Start, the provider's immediate redirect back, and the callback as the same browser. */
-async function signIn(t: TestServer): Promise<Response> {
-  const start = await fetch(`${t.base}/auth/oidc/start`, { redirect: 'manual' });
-  assert.equal(start.status, 302);
-  const cookie = cookiesOf(start);
-  const authorize = await fetch(start.headers.get('location')!, { redirect: 'manual' });
-  return fetch(authorize.headers.get('location')!, { redirect: 'manual', headers: { cookie } });
-}
 
 describe('single sign-on: ID tokens that fail their checks, providers that fail', () => {
   let t: TestServer;
@@ -29,14 +21,7 @@ describe('single sign-on: ID tokens that fail their checks, providers that fail'
 
   before(async () => {
     fake = await startFakeProvider();
-    t = await startTestServer({
-      env: {
-        REMESSA_OIDC_ISSUER: fake.issuer,
-        REMESSA_OIDC_CLIENT_ID: CLIENT_ID,
-        REMESSA_OIDC_CREATE_USERS: 'true',
-        REMESSA_LANG: 'en',
-      },
-    });
+    t = await startTestServer({ env: fakeProviderEnv(fake, { REMESSA_LANG: 'en' }) });
   });
   after(() => closeAll(t, fake));
 
@@ -48,7 +33,7 @@ describe('single sign-on: ID tokens that fail their checks, providers that fail'
       email: 'fake@corp.example',
       locale: 'pt-BR',
     };
-    const res = await signIn(t);
+    const res = await signInThroughFake(t.base);
     assert.equal(res.status, 302);
     const { status, body } = await trade(t, res.headers.get('location')!);
     assert.equal(status, 200);
@@ -74,20 +59,20 @@ describe('single sign-on: ID tokens that fail their checks, providers that fail'
       fake.mode = mode;
       fake.claims = { sub: `fake-${mode}`, preferred_username: `u-${mode}` };
       const before = await userNames(t);
-      await assertFailurePage(t, await signIn(t), 502, 'untrusted');
+      await assertFailurePage(t, await signInThroughFake(t.base), 502, 'untrusted');
       assert.deepEqual(await userNames(t), before);
     });
   }
 
   test('a token endpoint answering nonsense gives the 502 page', async () => {
     fake.mode = 'nonsense';
-    await assertFailurePage(t, await signIn(t), 502, 'unreachable');
+    await assertFailurePage(t, await signInThroughFake(t.base), 502, 'unreachable');
   });
 
   test('a token endpoint that never answers gives the 502 page (bounded, not hung)', async () => {
     fake.mode = 'hang';
     fake.claims = { sub: 'fake-hang', preferred_username: 'u-hang' };
-    await assertFailurePage(t, await signIn(t), 502, 'unreachable');
+    await assertFailurePage(t, await signInThroughFake(t.base), 502, 'unreachable');
     assert.ok(!(await userNames(t)).includes('u-hang'));
     const row = await t.server.services.db
       .selectFrom('audit')

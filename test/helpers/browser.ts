@@ -137,3 +137,15 @@ export async function assertPageChecks(o: OpenedPage, name: string): Promise<voi
   await page.setViewportSize(DESKTOP);
   assert.deepEqual(o.cspViolations, [], `${name}: CSP`);
 }
+
+/** The portal's password sign-in form, filled and sent (`words`: its labels in another language). */
+export async function signInWithPassword(
+  page: Page,
+  user: string,
+  password: string,
+  words = ['Username', 'Password', 'Sign in'],
+): Promise<void> {
+  await page.getByLabel(words[0]!).fill(user);
+  await page.getByLabel(words[1]!, { exact: true }).fill(password);
+  await page.getByRole('button', { name: words[2]! }).click();
+}

@@ -4,6 +4,7 @@
 // RP-initiated logout on. `startFakeProvider`: a small server that speaks just enough OpenID
 // Connect to hand out the ID tokens a real provider never would (another key, issuer, audience,
 // expired, a stale nonce) or never to answer. Both close with the test.
+import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -254,4 +255,21 @@ export async function signInAtProvider(
     body = new URLSearchParams({ prompt: 'login', login: sub, password: 'any' });
   }
   throw new Error('too many redirects at the provider');
+}
+
+/** Settings of a Remessa that signs people in at the fake provider (accounts made at first sign-in). */
+export const fakeProviderEnv = (fake: FakeProvider, more: Record<string, string> = {}) => ({
+  REMESSA_OIDC_ISSUER: fake.issuer,
+  REMESSA_OIDC_CLIENT_ID: CLIENT_ID,
+  REMESSA_OIDC_CREATE_USERS: 'true',
+  ...more,
+});
+
+/** With the fake provider: start, its immediate redirect back, and the callback as the same browser. */
+export async function signInThroughFake(base: string): Promise<Response> {
+  const start = await fetch(`${base}/auth/oidc/start`, { redirect: 'manual' });
+  assert.equal(start.status, 302);
+  const cookie = cookiesOf(start);
+  const authorize = await fetch(start.headers.get('location')!, { redirect: 'manual' });
+  return fetch(authorize.headers.get('location')!, { redirect: 'manual', headers: { cookie } });
 }

@@ -2,6 +2,7 @@
 // or epoch milliseconds, pages of 1–500 rows, and the cursor a page hands out. A value that is not
 // one of these is refused (`invalid`) before anything is read.
 import { invalid } from '../../platform/errors.js';
+import { isoOrNull } from '../../platform/time.js';
 
 export const DEFAULT_LIMIT = 50;
 export const MAX_LIMIT = 500;
@@ -102,8 +103,7 @@ export function pageOf<R extends { id: number }, T>(
 }
 
 /** A time for an answer: ISO 8601 UTC, or null. */
-export const iso = (ms: number | null | undefined): string | null =>
-  ms === null || ms === undefined ? null : new Date(ms).toISOString();
+export const iso = isoOrNull;
 
 /** A row's detail as an answer shows it: a JSON object parsed, any other text as it is. */
 export function detailOf(text: string | null): Record<string, unknown> | string | null {

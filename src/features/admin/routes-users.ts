@@ -10,13 +10,12 @@ import { currentUser } from '../../platform/http/auth-hooks.js';
 import { badRequest } from '../../platform/http/http-error.js';
 import { BASIC_OR_BEARER, errors, json, successExample } from '../../platform/http/schemas.js';
 import type { UserRow } from '../../platform/sql/schema.js';
+import { isoOrNull as iso } from '../../platform/time.js';
 import { roleOf } from '../users/roles.js';
 import type { ChangedBy } from '../users/user-service.js';
 import { sendUncached } from './routes-shared.js';
 import { ADMIN_USERS_HANDLER } from './schemas-users.js';
 import { PAGE_LIMITS, type UserAdminService } from './user-admin-service.js';
-
-const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
 
 /** UserSummary (schemas-users.ts). */
 function summaryOf(row: UserRow, admin: UserAdminService) {

@@ -155,6 +155,7 @@ export class AuthService {
     }
   }
 
+  /** The audit row of a failed sign-in (what the per-address limit counts). */
   private recordFailure(name: string, remote: string | null, detail: string): Promise<void> {
     return this.audit.record({ event: 'login.failed', user: name.slice(0, 64), remote, detail });
   }
@@ -166,12 +167,7 @@ export class AuthService {
     const locked = user !== undefined && user.locked_until > now;
     const ok = await verifyPassword(locked ? null : (user?.password_hash ?? null), password);
     const fail = async (detail: string) => {
-      await this.audit.record({
-        event: 'login.failed',
-        user: user?.name ?? name.slice(0, 64),
-        remote,
-        detail,
-      });
+      await this.recordFailure(user?.name ?? name, remote, detail);
       return unauthorized(BAD_CREDENTIALS);
     };
     if (!user) throw await fail('unknown user');

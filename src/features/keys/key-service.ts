@@ -6,6 +6,7 @@ import { invalid, notFound, unauthorized } from '../../platform/errors.js';
 import { secureRandom } from '../../platform/security/keys.js';
 import type { GroupCommit, MergedWork } from '../../platform/sql/group-commit.js';
 import type { ApiKeyRow, UserRow } from '../../platform/sql/schema.js';
+import { isoOrNull as iso, isoInstant } from '../../platform/time.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { ChangedBy } from '../users/user-service.js';
 import type { UserStore } from '../users/user-store.js';
@@ -53,7 +54,6 @@ export interface KeyDeps {
 }
 
 const hashOf = (key: string) => createHash('sha256').update(key).digest();
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 const scopesOf = (row: ApiKeyRow): Scope[] | null =>
   row.scopes === null ? null : parseScopes(row.scopes.split(',')).scopes;
 
@@ -201,9 +201,7 @@ export class KeyService {
 export function parseExpiry(value: string, now: number): number {
   const rel = /^(\d{1,5})([dh])$/.exec(value.trim());
   if (rel) return now + Number(rel[1]) * (rel[2] === 'd' ? 86_400_000 : 3_600_000);
-  const at = /^\d{4}-\d{2}-\d{2}([T ][0-9:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(value.trim())
-    ? Date.parse(value.trim())
-    : Number.NaN;
+  const at = isoInstant(value);
   if (!Number.isFinite(at))
     throw invalid(`expiry must be an ISO 8601 date or time, or like 30d or 12h: "${value}"`);
   return at;

@@ -8,6 +8,7 @@ import { Type } from 'typebox';
 import { invalid } from '../../platform/errors.js';
 import { successEnvelope } from '../../platform/http/presenters.js';
 import { errors, json, jsonOf, success, successExample } from '../../platform/http/schemas.js';
+import { isoInstant } from '../../platform/time.js';
 import { MAX_DOWNLOAD_LIMIT } from './link-control.js';
 import { deliveryAnswer, limit, ownerErrors, statusExample } from './routes-delivery.js';
 
@@ -54,8 +55,7 @@ const Deleted = Type.Object(
 /** An ISO 8601 date or time as ms, or null; anything else is a 400. */
 function timeOf(value: string | null | undefined): number | null | undefined {
   if (value === undefined || value === null) return value;
-  const ok = /^\d{4}-\d{2}-\d{2}([T ][0-9:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(value.trim());
-  const at = ok ? Date.parse(value.trim()) : Number.NaN;
+  const at = isoInstant(value);
   if (!Number.isFinite(at)) throw invalid('expires: an ISO 8601 date or time');
   return at;
 }

@@ -11,6 +11,7 @@ import { type Keys, randomToken } from '../../platform/security/keys.js';
 import type { Db } from '../../platform/sql/database.js';
 import type { RequestLinkRow, UploadRequestRow, UserRow } from '../../platform/sql/schema.js';
 import { inTransaction } from '../../platform/sql/transaction.js';
+import { isoOrNull as iso } from '../../platform/time.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { FileService } from '../files/file-service.js';
 import type { NotificationService } from '../notify/notification-service.js';
@@ -64,8 +65,6 @@ export interface RequestActor {
   admin: boolean;
   remote: string | null;
 }
-
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /** The page an outsider opens: the portal's, beside the API (docs/requests.md). */
 export function requestPageUrl(config: Pick<Config, 'baseUrl' | 'portalPath'>, token: string): string {

@@ -5,6 +5,7 @@ import { isEmail, normalizeMobile } from '../users/validation.js';
 
 const DAY = 24 * 3600 * 1000;
 
+import { isoInstant } from '../../platform/time.js';
 import {
   MAX_INVITES,
   MAX_REQUEST_DAYS,
@@ -97,8 +98,7 @@ export function requestSpec(
 
 function expiryOf(value: string | undefined, now: number, linkDays: number): number {
   if (value === undefined) return now + linkDays * DAY;
-  const ok = /^\d{4}-\d{2}-\d{2}([T ][0-9:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(value.trim());
-  const at = ok ? Date.parse(value.trim()) : Number.NaN;
+  const at = isoInstant(value);
   if (!Number.isFinite(at)) throw invalid('expires: an ISO 8601 date or time');
   if (at <= now) throw invalid('expires: must be in the future');
   if (at > now + MAX_REQUEST_DAYS * DAY) throw invalid(`expires: at most ${MAX_REQUEST_DAYS} days ahead`);
