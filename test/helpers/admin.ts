@@ -65,6 +65,16 @@ export async function restoreDemoted(t: TestServer, pair: [string, string]): Pro
   await t.server.services.users.update(admins[0]!.name === x ? y : x, { role: 'admin' });
 }
 
+/**
+ * Two admins' answers after demoting each other at once: exactly one wins (200); the other is
+ * refused, with 409 when it passed the role check and lost under the admins' lock, or with 403
+ * when its own demotion had already committed before its role was read (the requests serialized).
+ */
+export function assertOneDemotionWins(answers: { status: number; body: unknown }[]): void {
+  const [first, second] = answers.map((r) => r.status).sort();
+  assert.ok(first === 200 && (second === 403 || second === 409), JSON.stringify(answers.map((r) => r.body)));
+}
+
 /** {base}/admin + `path` with `auth`; a body other than a string is sent as JSON. */
 export function admin(
   t: TestServer,
